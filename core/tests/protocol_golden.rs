@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use statestore::protocol::{
     Hlc, Notification, Request, RequestError, Response, ScanPage, ServiceError, SetCondition,
-    SetOptions,
+    SetFlags,
 };
 
 fn b(s: &'static [u8]) -> Bytes {
@@ -21,7 +21,7 @@ fn document_request_examples_decode() {
         Ok(Request::Set {
             key: b(b"SETKEY2"),
             value: b(b"VALUE5"),
-            options: SetOptions::default()
+            flags: SetFlags::default()
         })
     );
     assert_eq!(
@@ -55,7 +55,7 @@ fn requests_encode_upper_case_as_the_sdks_do() {
             Request::Set {
                 key: b(b"k"),
                 value: b(b"v"),
-                options: SetOptions {
+                flags: SetFlags {
                     condition: SetCondition::OnlyIfAbsentOrEqual,
                     expiry_ms: Some(10_000),
                 },
@@ -66,7 +66,7 @@ fn requests_encode_upper_case_as_the_sdks_do() {
             Request::Set {
                 key: b(b"k"),
                 value: b(b""),
-                options: SetOptions {
+                flags: SetFlags {
                     condition: SetCondition::OnlyIfAbsent,
                     expiry_ms: None,
                 },
@@ -171,7 +171,7 @@ fn verbs_and_options_are_case_insensitive() {
         Ok(Request::Set {
             key: b(b"k"),
             value: b(b"v"),
-            options: SetOptions {
+            flags: SetFlags {
                 condition: SetCondition::OnlyIfAbsent,
                 expiry_ms: Some(10)
             }

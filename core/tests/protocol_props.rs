@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use proptest::prelude::*;
 use statestore::protocol::{
-    Hlc, Notification, Request, Response, ScanPage, ServiceError, SetCondition, SetOptions,
+    Hlc, Notification, Request, Response, ScanPage, ServiceError, SetCondition, SetFlags,
 };
 
 fn bytes(max: usize) -> impl Strategy<Value = Bytes> {
@@ -22,16 +22,16 @@ fn request() -> impl Strategy<Value = Request> {
     ];
     let options =
         (condition, prop::option::of(1..=i64::MAX as u64)).prop_map(|(condition, expiry_ms)| {
-            SetOptions {
+            SetFlags {
                 condition,
                 expiry_ms,
             }
         });
     prop_oneof![
-        (key(), bytes(256), options).prop_map(|(key, value, options)| Request::Set {
+        (key(), bytes(256), options).prop_map(|(key, value, flags)| Request::Set {
             key,
             value,
-            options
+            flags
         }),
         key().prop_map(|key| Request::Get { key }),
         key().prop_map(|key| Request::Del { key }),

@@ -6,12 +6,12 @@
 //!
 //! ```
 //! use bytes::Bytes;
-//! use statestore::protocol::{Request, Response, SetCondition, SetOptions};
+//! use statestore::protocol::{Request, Response, SetCondition, SetFlags};
 //!
 //! let request = Request::Set {
 //!     key: Bytes::from_static(b"lock"),
 //!     value: Bytes::from_static(b"holder-1"),
-//!     options: SetOptions { condition: SetCondition::OnlyIfAbsentOrEqual, expiry_ms: Some(10_000) },
+//!     flags: SetFlags { condition: SetCondition::OnlyIfAbsentOrEqual, expiry_ms: Some(10_000) },
 //! };
 //! let payload = request.encode();
 //! assert_eq!(&payload[..], b"*6\r\n$3\r\nSET\r\n$4\r\nlock\r\n$8\r\nholder-1\r\n$3\r\nNEX\r\n$2\r\nPX\r\n$5\r\n10000\r\n");
@@ -30,7 +30,7 @@ pub mod topics;
 
 pub use hlc::{Hlc, HlcError, HybridClock, MAX_CLOCK_SKEW};
 pub use notification::Notification;
-pub use request::{Request, RequestError, SetCondition, SetOptions};
+pub use request::{Request, RequestError, SetCondition, SetFlags};
 pub use resp::{DecodeError, DecodeErrorKind};
 pub use response::{Response, ScanPage};
 pub use service_error::ServiceError;

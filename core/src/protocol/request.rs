@@ -20,9 +20,9 @@ pub enum SetCondition {
     OnlyIfAbsentOrEqual,
 }
 
-/// The payload options of a SET.
+/// The payload options of a SET (`NX`/`NEX`, `PX`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct SetOptions {
+pub struct SetFlags {
     /// When the SET applies.
     pub condition: SetCondition,
     /// Time to live in milliseconds (`PX`); at least 1 when present.
@@ -41,7 +41,7 @@ pub enum Request {
         /// The value (may be empty).
         value: Bytes,
         /// Condition and expiry.
-        options: SetOptions,
+        flags: SetFlags,
     },
     /// `GET key`
     Get {
@@ -138,14 +138,10 @@ impl Request {
     fn with_args<R>(&self, f: impl FnOnce(&[&[u8]]) -> R) -> R {
         let mut digits = itoa::Buffer::new();
         match self {
-            Self::Set {
-                key,
-                value,
-                options,
-            } => {
+            Self::Set { key, value, flags } => {
                 let mut args: [&[u8]; 6] = [b"SET", key, value, b"", b"", b""];
                 let mut n = 3;
-                match options.condition {
+                match flags.condition {
                     SetCondition::Always => {}
                     SetCondition::OnlyIfAbsent => {
                         args[n] = b"NX";
@@ -156,7 +152,7 @@ impl Request {
                         n += 1;
                     }
                 }
-                if let Some(ms) = options.expiry_ms {
+                if let Some(ms) = flags.expiry_ms {
                     args[n] = b"PX";
                     args[n + 1] = digits.format(ms).as_bytes();
                     n += 2;
@@ -223,7 +219,7 @@ impl Request {
             ("SET", [key, value, options @ ..]) => Self::Set {
                 key: key.clone(),
                 value: value.clone(),
-                options: decode_set_options(options)?,
+                flags: decode_set_flags(options)?,
             },
             ("GET", [key]) => Self::Get { key: key.clone() },
             ("DEL", [key]) => Self::Del { key: key.clone() },
@@ -266,8 +262,8 @@ impl Request {
 
 const VERBS: [&str; 6] = ["SET", "GET", "DEL", "VDEL", "KEYNOTIFY", "SCAN"];
 
-fn decode_set_options(mut options: &[Bytes]) -> Result<SetOptions, RequestError> {
-    let mut decoded = SetOptions::default();
+fn decode_set_flags(mut options: &[Bytes]) -> Result<SetFlags, RequestError> {
+    let mut decoded = SetFlags::default();
     let mut condition_seen = false;
     while let Some((option, rest)) = options.split_first() {
         options = rest;

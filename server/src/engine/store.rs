@@ -1,0 +1,150 @@
+//! The key-value map: values, versions, fencing tokens and deadlines, with the expiry index
+//! kept in step.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use statestore::protocol::Hlc;
+
+use super::clock::Stamp;
+use super::expiry::{ExpiryIndex, Ticket};
+
+/// One stored key.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    /// The value (a slice of the request payload that set it).
+    pub value: Bytes,
+    /// The version the server gave it.
+    pub version: Stamp,
+    /// The fencing token protecting it, once a SET carried one.
+    pub fencing_token: Option<Hlc>,
+    /// Its place in the expiry index, if it has a deadline.
+    expiry: Option<Ticket>,
+}
+
+/// What a successful SET writes.
+#[derive(Debug)]
+pub(crate) struct Write {
+    /// The new value.
+    pub value: Bytes,
+    /// The new version.
+    pub version: Stamp,
+    /// A token that replaces the stored one; `None` keeps the stored token.
+    pub new_fencing_token: Option<Hlc>,
+    /// The new deadline; `None` clears any deadline.
+    pub deadline_ms: Option<u64>,
+}
+
+/// All keys.
+#[derive(Debug, Default)]
+pub(crate) struct Store {
+    entries: HashMap<Bytes, Entry>,
+    expiry: ExpiryIndex,
+}
+
+impl Store {
+    /// The entry of `key`. Expired keys are removed before every request, so a present entry
+    /// is live.
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Writes `key`, creating it or replacing its value, version and deadline.
+    pub fn write(&mut self, key: &Bytes, write: Write) {
+        let expiry = write
+            .deadline_ms
+            .map(|deadline| self.expiry.schedule(key.clone(), deadline));
+        match self.entries.get_mut(&key[..]) {
+            Some(entry) => {
+                if let Some(old) = entry.expiry.take() {
+                    self.expiry.cancel(old);
+                }
+                entry.value = write.value;
+                entry.version = write.version;
+                entry.expiry = expiry;
+                if let Some(token) = write.new_fencing_token {
+                    entry.fencing_token = Some(token);
+                }
+            }
+            None => {
+                self.entries.insert(
+                    key.clone(),
+                    Entry {
+                        value: write.value,
+                        version: write.version,
+                        fencing_token: write.new_fencing_token,
+                        expiry,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Removes `key`.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        let entry = self.entries.remove(key)?;
+        if let Some(ticket) = entry.expiry {
+            self.expiry.cancel(ticket);
+        }
+        Some(entry)
+    }
+
+    /// Removes and returns one key whose deadline is at or before `now_ms`.
+    pub fn pop_expired(&mut self, now_ms: u64) -> Option<(Bytes, Entry)> {
+        let key = self.expiry.pop_due(now_ms)?;
+        // The index and the map change together, so the key is present; its ticket is
+        // already out of the index.
+        let (key, entry) = self.entries.remove_entry(&key[..])?;
+        Some((key, entry))
+    }
+
+    /// The earliest deadline of any key.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.expiry.next_deadline()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(value: &'static [u8], deadline_ms: Option<u64>) -> Write {
+        Write {
+            value: Bytes::from_static(value),
+            version: Stamp::default(),
+            new_fencing_token: None,
+            deadline_ms,
+        }
+    }
+
+    #[test]
+    fn overwrite_replaces_the_deadline_and_remove_cancels_it() {
+        let mut store = Store::default();
+        let key = Bytes::from_static(b"k");
+        store.write(&key, write(b"1", Some(10)));
+        store.write(&key, write(b"2", Some(20)));
+        assert_eq!(store.next_deadline(), Some(20));
+        store.write(&key, write(b"3", None));
+        assert_eq!(store.next_deadline(), None);
+        store.write(&key, write(b"4", Some(5)));
+        assert!(store.remove(b"k").is_some());
+        assert_eq!(store.next_deadline(), None);
+        assert_eq!(store.pop_expired(100).map(|(k, _)| k), None);
+    }
+
+    #[test]
+    fn pop_expired_removes_the_entry() {
+        let mut store = Store::default();
+        store.write(&Bytes::from_static(b"a"), write(b"1", Some(10)));
+        store.write(&Bytes::from_static(b"b"), write(b"2", None));
+        let (key, entry) = store.pop_expired(10).unwrap();
+        assert_eq!((&key[..], &entry.value[..]), (&b"a"[..], &b"1"[..]));
+        assert_eq!(store.len(), 1);
+        assert!(store.get(b"a").is_none());
+    }
+}

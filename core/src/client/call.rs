@@ -1,0 +1,113 @@
+//! One request/response exchange: envelope, size check, correlation, timeout, and the checks
+//! on the response.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use rumqttc::v5::mqttbytes::QoS;
+
+use super::envelope::{self, RequestMeta};
+use super::pending::Reply;
+use super::shared::Shared;
+use super::validate;
+use crate::protocol::{topics, Hlc, Request, Response};
+use crate::{Error, Result};
+
+/// What to send.
+pub(crate) struct Call<'a> {
+    pub(crate) request: Request,
+    pub(crate) fencing_token: Option<&'a Hlc>,
+    pub(crate) persist: bool,
+    pub(crate) timeout: Option<Duration>,
+    /// Re-send when the connection was lost with the request in flight (reads only: doing a
+    /// write twice could apply it twice).
+    pub(crate) idempotent: bool,
+}
+
+/// A successful response.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) response: Response,
+    /// The key's version (`__ts`).
+    pub(crate) version: Option<Hlc>,
+}
+
+impl Shared {
+    /// Sends `call` and waits for its response, at most the call's timeout.
+    pub(crate) async fn call(&self, call: Call<'_>) -> Result<Answer> {
+        let timeout = validate::timeout(call.timeout.unwrap_or(self.default_timeout))?;
+        let payload = call.request.encode();
+        match tokio::time::timeout(timeout, self.attempts(&call, &payload, timeout)).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::Timeout(timeout)),
+        }
+    }
+
+    async fn attempts(
+        &self,
+        call: &Call<'_>,
+        payload: &Bytes,
+        timeout: Duration,
+    ) -> Result<Answer> {
+        loop {
+            self.wait_ready().await?;
+            let (guard, reply) = self.pending.register()?;
+            let timestamp = self.clock.next()?;
+            let properties = envelope::request_properties(
+                &self.client_id,
+                &self.response_topic,
+                RequestMeta {
+                    correlation: guard.correlation_data(),
+                    timestamp: &timestamp,
+                    fencing_token: call.fencing_token,
+                    persist: call.persist,
+                    timeout,
+                },
+            );
+            validate::packet_size(
+                envelope::request_packet_size(&properties, payload.len()),
+                self.broker_max_packet(),
+            )?;
+            self.mqtt
+                .publish_with_properties(
+                    topics::INVOKE_TOPIC,
+                    QoS::AtLeastOnce,
+                    false,
+                    payload.clone(),
+                    properties,
+                )
+                .await
+                .map_err(|_| Error::Closed)?;
+            match reply.await {
+                Ok(Ok(reply)) => return self.answer(reply),
+                Ok(Err(Error::ConnectionLost)) if call.idempotent => {
+                    tracing::debug!("connection lost during a read: sending it again");
+                }
+                Ok(Err(error)) => return Err(error),
+                Err(_) => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Checks and decodes a response.
+    fn answer(&self, reply: Reply) -> Result<Answer> {
+        let properties = reply.properties.as_ref();
+        envelope::check_status(properties)?;
+        let version = envelope::version(properties);
+        self.observe_version(version.as_ref());
+        match Response::decode(&reply.payload)? {
+            Response::Error(error) => Err(Error::Service(error)),
+            response => Ok(Answer { response, version }),
+        }
+    }
+
+    /// Merges a received version into the clock. A version that cannot be merged (too far
+    /// ahead) is logged, never turned into an error: the request it came with succeeded.
+    pub(crate) fn observe_version(&self, version: Option<&Hlc>) {
+        if let Some(version) = version {
+            if let Err(error) = self.clock.observe(version) {
+                tracing::warn!(%version, %error, "cannot merge a version from the state store into the client's clock");
+            }
+        }
+    }
+}

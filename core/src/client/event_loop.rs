@@ -1,0 +1,224 @@
+//! The task that owns and polls rumqttc's event loop.
+//!
+//! It never publishes (publishing from the polling task deadlocks rumqttc when its request
+//! channel is full): subscriptions and re-registrations happen in the session task, requests
+//! in the callers' tasks. It routes incoming messages, backs off between reconnection
+//! attempts, fails requests lost with a session, and disconnects cleanly on shutdown.
+
+use std::future::pending;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rumqttc::v5::mqttbytes::v5::{ConnAck, Packet, Publish};
+use rumqttc::v5::{ConnectionError, Event, EventLoop};
+use rumqttc::Outgoing;
+use tokio::sync::{mpsc, watch};
+
+use super::backoff::Backoff;
+use super::envelope;
+use super::observe::KeyEvent;
+use super::options::MQTT_MAX_PACKET_SIZE;
+use super::pending::Reply;
+use super::session::SessionEvent;
+use super::shared::{LinkState, Shared};
+use crate::protocol::Notification;
+use crate::Error;
+
+/// How long a clean shutdown waits for the DISCONNECT to be written.
+const DISCONNECT_GRACE: Duration = Duration::from_secs(1);
+
+pub(crate) struct EventLoopTask {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) eventloop: EventLoop,
+    pub(crate) backoff: Backoff,
+    pub(crate) session: mpsc::UnboundedSender<SessionEvent>,
+    /// New service-account tokens, when that authentication is used.
+    pub(crate) tokens: Option<watch::Receiver<Bytes>>,
+    /// Whether resuming the session is worth asking for on reconnects.
+    pub(crate) resume_sessions: bool,
+}
+
+impl EventLoopTask {
+    pub(crate) async fn run(mut self) {
+        let mut connected = false;
+        let mut ever_connected = false;
+        loop {
+            let event = tokio::select! {
+                biased;
+                () = self.shared.cancel.cancelled() => {
+                    if connected {
+                        self.disconnect().await;
+                    }
+                    return;
+                }
+                token = next_token(&mut self.tokens) => {
+                    self.reconnect_with_token(token);
+                    connected = false;
+                    continue;
+                }
+                event = self.eventloop.poll() => event,
+            };
+            match event {
+                Ok(Event::Incoming(Packet::ConnAck(connack))) => {
+                    connected = true;
+                    ever_connected = true;
+                    self.on_connack(connack);
+                }
+                Ok(Event::Incoming(Packet::Publish(publish))) => self.route(publish),
+                Ok(Event::Incoming(Packet::SubAck(suback))) => {
+                    let _ = self.session.send(SessionEvent::SubAck(suback.return_codes));
+                }
+                Ok(_) => {}
+                Err(error) if !ever_connected => {
+                    // The first attempt decides whether `connect` succeeds: report, then stop.
+                    self.shared
+                        .set_link(LinkState::Failed(Error::Connection(describe(&error))));
+                    return;
+                }
+                Err(error) => {
+                    if connected {
+                        tracing::warn!(%error, "connection to the broker lost; reconnecting");
+                        self.on_connection_lost();
+                    } else {
+                        tracing::debug!(%error, "reconnection attempt failed");
+                    }
+                    connected = false;
+                    let delay = self.backoff.next_delay();
+                    tokio::select! {
+                        () = self.shared.cancel.cancelled() => return,
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_connack(&mut self, connack: ConnAck) {
+        self.backoff.reset();
+        let max_packet = connack
+            .properties
+            .as_ref()
+            .and_then(|p| p.max_packet_size)
+            .unwrap_or(MQTT_MAX_PACKET_SIZE);
+        self.shared
+            .broker_max_packet
+            .store(max_packet, Ordering::Relaxed);
+        self.shared.connection.fetch_add(1, Ordering::AcqRel);
+        if !connack.session_present {
+            // rumqttc dropped whatever it had queued or in flight with the old session.
+            let lost = self.shared.pending.fail_unknown();
+            if lost > 0 {
+                tracing::warn!(
+                    lost,
+                    "new MQTT session: requests in flight failed with ConnectionLost"
+                );
+            }
+        }
+        if self.resume_sessions {
+            self.eventloop.options.set_clean_start(false);
+        }
+        let _ = self.session.send(SessionEvent::Connected {
+            session_present: connack.session_present,
+        });
+    }
+
+    fn on_connection_lost(&mut self) {
+        self.shared.pending.mark_connection_lost();
+        self.shared.set_link(LinkState::Connecting);
+        let _ = self.session.send(SessionEvent::Disconnected);
+    }
+
+    /// A rotated token: rumqttc 0.25 cannot send AUTH, so reconnect with the new token.
+    fn reconnect_with_token(&mut self, token: Bytes) {
+        tracing::info!("service-account token changed: reconnecting to authenticate with it");
+        self.eventloop.options.set_authentication_data(Some(token));
+        self.eventloop.clean();
+        self.on_connection_lost();
+    }
+
+    fn route(&self, publish: Publish) {
+        let topic = &publish.topic[..];
+        if topic == self.shared.response_topic.as_bytes() {
+            let Some(correlation) = publish
+                .properties
+                .as_ref()
+                .and_then(|p| p.correlation_data.as_ref())
+            else {
+                tracing::debug!("ignoring a response without correlation data");
+                return;
+            };
+            let correlation = correlation.clone();
+            let reply = Reply {
+                payload: publish.payload,
+                properties: publish.properties,
+            };
+            if !self.shared.pending.complete(&correlation, reply) {
+                tracing::debug!("ignoring a response nobody waits for (late or duplicate)");
+            }
+        } else if let Some(key) = self.shared.notification_key(topic) {
+            self.notify(key, &publish);
+        } else {
+            tracing::debug!(topic = %String::from_utf8_lossy(topic), "ignoring a message on an unexpected topic");
+        }
+    }
+
+    fn notify(&self, key: Bytes, publish: &Publish) {
+        let notification = match Notification::decode(&publish.payload) {
+            Ok(notification) => notification,
+            Err(error) => {
+                tracing::warn!(%error, "ignoring an unreadable notification");
+                return;
+            }
+        };
+        let version = envelope::version(publish.properties.as_ref());
+        self.shared.observe_version(version.as_ref());
+        let event = match notification {
+            Notification::Set { value } => KeyEvent::Set { value, version },
+            Notification::Delete => KeyEvent::Delete { version },
+        };
+        self.shared.observers.deliver(&key, event);
+    }
+
+    /// Sends DISCONNECT and lets the event loop write it.
+    async fn disconnect(&mut self) {
+        if self.shared.mqtt.try_disconnect().is_err() {
+            return;
+        }
+        let flushed = tokio::time::timeout(DISCONNECT_GRACE, async {
+            loop {
+                match self.eventloop.poll().await {
+                    Ok(Event::Outgoing(Outgoing::Disconnect)) | Err(_) => return,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        if flushed.is_err() {
+            tracing::debug!("DISCONNECT not written within the grace period");
+        }
+    }
+}
+
+/// The next token, or never when there is no token to watch.
+async fn next_token(tokens: &mut Option<watch::Receiver<Bytes>>) -> Bytes {
+    if let Some(receiver) = tokens {
+        if receiver.changed().await.is_ok() {
+            return receiver.borrow_and_update().clone();
+        }
+        *tokens = None;
+    }
+    pending().await
+}
+
+/// A connection error in words a user can act on.
+fn describe(error: &ConnectionError) -> String {
+    match error {
+        ConnectionError::ConnectionRefused(code) => {
+            format!("the broker refused the connection ({code:?}): check the credentials and the client id")
+        }
+        ConnectionError::Timeout(_) => "no answer from the broker in time".to_owned(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,354 @@
+//! The async state store client.
+
+mod backoff;
+mod call;
+mod env;
+mod envelope;
+mod event_loop;
+mod observe;
+mod options;
+mod pending;
+mod session;
+mod shared;
+mod token_watch;
+mod transport;
+mod types;
+mod validate;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rumqttc::v5::AsyncClient;
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+pub use observe::{KeyEvent, Observation};
+pub use options::{
+    Authentication, ConnectOptions, ReconnectPolicy, TlsOptions, DEFAULT_TIMEOUT,
+    DEFAULT_TOKEN_CHECK_INTERVAL, MQTT_MAX_PACKET_SIZE,
+};
+pub use types::{DeleteOptions, DeleteOutcome, DeleteResult, SetOptions, SetResult, Value};
+
+use crate::protocol::{Request, Response, SetFlags};
+use crate::{Error, Result};
+use call::{Answer, Call};
+use event_loop::EventLoopTask;
+use shared::{LinkState, Shared};
+
+/// Capacity of rumqttc's request channel: callers wait (within their timeout) when it is full.
+const REQUEST_CHANNEL_CAPACITY: usize = 1024;
+/// How long [`Client::close`] waits for the background tasks to finish.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// An async client of the state store, over one MQTT connection that it keeps alive.
+///
+/// Cheap to clone (all clones share the connection) and safe to share across threads. The
+/// connection's background tasks run on the tokio runtime that called [`Client::connect`].
+/// The connection closes with [`Client::close`], or when the last clone and the last
+/// [`Observation`] are dropped.
+///
+/// Every call fails within its timeout (the client's default, 10 s unless set otherwise).
+/// A call whose outcome is unknown (timeout, connection lost) fails with an error for which
+/// [`Error::outcome_unknown`] is true: read the key before repeating a write.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+struct ClientInner {
+    shared: Arc<Shared>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        self.shared.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("client_id", &self.client_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Connects to the broker and subscribes to the client's response and notification topics.
+    ///
+    /// Returns once the client can send requests, or fails with [`Error::InvalidArgument`]
+    /// (bad options, unreadable files), [`Error::Connection`] (broker unreachable, connection
+    /// or subscription refused, no answer within the default timeout) or [`Error::Runtime`]
+    /// (not called within a tokio runtime). Later connection losses are repaired in the
+    /// background.
+    pub async fn connect(options: ConnectOptions) -> Result<Client> {
+        let runtime = Handle::try_current().map_err(|_| {
+            Error::Runtime(
+                "the async client needs a tokio runtime; use statestore::blocking::Client \
+                 outside one"
+                    .into(),
+            )
+        })?;
+        options.validate()?;
+        let client_id = options
+            .client_id
+            .clone()
+            .unwrap_or_else(shared::generate_client_id);
+        let mqtt_options = transport::mqtt_options(&options, &client_id)?;
+        let token = match &options.auth {
+            Authentication::ServiceAccountToken {
+                token_file,
+                check_interval,
+            } => {
+                let first = mqtt_options.authentication_data().unwrap_or_default();
+                Some((token_file.clone(), *check_interval, first))
+            }
+            _ => None,
+        };
+        let (mqtt, eventloop) = AsyncClient::new(mqtt_options, REQUEST_CHANNEL_CAPACITY);
+        let shared = Arc::new(Shared::new(
+            client_id,
+            options.default_timeout,
+            mqtt,
+            runtime.clone(),
+        ));
+        let (session_events, session_receiver) = mpsc::unbounded_channel();
+        let mut tasks = Vec::with_capacity(3);
+        let tokens = token.map(|(path, interval, first)| {
+            let (sender, receiver) = watch::channel(first.clone());
+            tasks.push(runtime.spawn(token_watch::watch_token(
+                path,
+                interval,
+                first,
+                sender,
+                shared.cancel.clone(),
+            )));
+            receiver
+        });
+        tasks.push(runtime.spawn(session::run(shared.clone(), session_receiver)));
+        tasks.push(
+            runtime.spawn(
+                EventLoopTask {
+                    shared: shared.clone(),
+                    eventloop,
+                    backoff: backoff::Backoff::new(options.reconnect),
+                    session: session_events,
+                    tokens,
+                    resume_sessions: !options.session_expiry.is_zero(),
+                }
+                .run(),
+            ),
+        );
+        let client = Client {
+            inner: Arc::new(ClientInner {
+                shared: shared.clone(),
+                tasks: Mutex::new(tasks),
+            }),
+        };
+        let mut link = shared.link.subscribe();
+        let connected = tokio::time::timeout(
+            options.default_timeout,
+            link.wait_for(|state| !matches!(state, LinkState::Connecting)),
+        )
+        .await;
+        let state = match connected {
+            Ok(Ok(state)) => state.clone(),
+            Ok(Err(_)) => LinkState::Closed,
+            Err(_) => {
+                return Err(Error::Connection(format!(
+                    "not connected to {}:{} within {:?}",
+                    options.host, options.port, options.default_timeout
+                )))
+            }
+        };
+        match state {
+            LinkState::Ready => Ok(client),
+            LinkState::Failed(error) => Err(error),
+            LinkState::Closed | LinkState::Connecting => Err(Error::Closed),
+        }
+    }
+
+    /// The MQTT client id (generated if the options had none).
+    pub fn client_id(&self) -> &str {
+        &self.inner.shared.client_id
+    }
+
+    /// Sets `key` to `value`.
+    ///
+    /// With a condition, `applied` says whether it held. The returned version is the key's
+    /// new version — the fencing token to use when this SET took a lock.
+    pub async fn set(
+        &self,
+        key: impl Into<Bytes>,
+        value: impl Into<Bytes>,
+        options: SetOptions,
+    ) -> Result<SetResult> {
+        let key = key.into();
+        validate::key(&key)?;
+        let flags = SetFlags {
+            condition: options.condition,
+            expiry_ms: validate::expiry_ms(options.expiry)?,
+        };
+        let answer = self
+            .inner
+            .shared
+            .call(Call {
+                request: Request::Set {
+                    key,
+                    value: value.into(),
+                    flags,
+                },
+                fencing_token: options.fencing_token.as_ref(),
+                persist: options.persist,
+                timeout: options.timeout,
+                idempotent: false,
+            })
+            .await?;
+        let applied = match answer.response {
+            Response::Ok => true,
+            Response::Integer(-1) => false,
+            other => return Err(unexpected("SET", &other)),
+        };
+        Ok(SetResult {
+            applied,
+            version: answer.version,
+        })
+    }
+
+    /// The value of `key` and its version, or `None` if the key does not exist.
+    pub async fn get(&self, key: impl Into<Bytes>) -> Result<Option<Value>> {
+        self.get_with_timeout(key, None).await
+    }
+
+    /// Like [`Client::get`] with its own timeout (`None`: the client's default).
+    ///
+    /// A GET interrupted by a connection loss is sent again within its timeout.
+    pub async fn get_with_timeout(
+        &self,
+        key: impl Into<Bytes>,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Value>> {
+        let key = key.into();
+        validate::key(&key)?;
+        value_of(self.inner.shared.call(get_call(key, timeout)).await?)
+    }
+
+    /// Deletes `key`.
+    pub async fn delete(
+        &self,
+        key: impl Into<Bytes>,
+        options: DeleteOptions,
+    ) -> Result<DeleteResult> {
+        let key = key.into();
+        validate::key(&key)?;
+        self.delete_request(Request::Del { key }, options).await
+    }
+
+    /// Deletes `key` only if it holds `value` (e.g. to release a lock one holds).
+    pub async fn vdel(
+        &self,
+        key: impl Into<Bytes>,
+        value: impl Into<Bytes>,
+        options: DeleteOptions,
+    ) -> Result<DeleteResult> {
+        let key = key.into();
+        validate::key(&key)?;
+        let value = value.into();
+        self.delete_request(Request::VDel { key, value }, options)
+            .await
+    }
+
+    async fn delete_request(
+        &self,
+        request: Request,
+        options: DeleteOptions,
+    ) -> Result<DeleteResult> {
+        let verb = request.verb();
+        let answer = self
+            .inner
+            .shared
+            .call(Call {
+                request,
+                fencing_token: options.fencing_token.as_ref(),
+                persist: false,
+                timeout: options.timeout,
+                idempotent: false,
+            })
+            .await?;
+        let outcome = match (&answer.response, verb) {
+            (Response::Integer(1), _) => DeleteOutcome::Deleted,
+            (Response::Integer(0), _) => DeleteOutcome::NotFound,
+            (Response::Integer(-1), "VDEL") => DeleteOutcome::ValueMismatch,
+            (other, verb) => return Err(unexpected(verb, other)),
+        };
+        Ok(DeleteResult {
+            outcome,
+            version: answer.version,
+        })
+    }
+
+    /// Observes `key`: the returned [`Observation`] yields a [`KeyEvent`] for each change.
+    ///
+    /// Observations of one key share one registration with the service. After a reconnect
+    /// every observation is re-registered and receives [`KeyEvent::Resynced`] with the key's
+    /// current state, since changes made while disconnected are not notified.
+    pub async fn observe(&self, key: impl Into<Bytes>) -> Result<Observation> {
+        let key = key.into();
+        validate::key(&key)?;
+        observe::observe(self, key).await
+    }
+
+    /// Ends every observation of `key` on this client (their streams end) and stops its
+    /// registration with the service. Does nothing if the key is not observed.
+    pub async fn unobserve(&self, key: impl Into<Bytes>) -> Result<()> {
+        let key = key.into();
+        validate::key(&key)?;
+        observe::unobserve(&self.inner.shared, key).await
+    }
+
+    /// Closes the client (all clones): calls in flight fail with [`Error::Closed`],
+    /// observations end, and the MQTT session is closed with DISCONNECT. Idempotent.
+    pub async fn close(&self) -> Result<()> {
+        self.inner.shared.shutdown();
+        let tasks =
+            std::mem::take(&mut *self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+        for task in tasks {
+            // A task that does not finish in time is left to finish on its own.
+            let _ = tokio::time::timeout(CLOSE_GRACE, task).await;
+        }
+        Ok(())
+    }
+
+    /// Whether the client has been closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.shared.is_closed()
+    }
+}
+
+fn get_call(key: Bytes, timeout: Option<Duration>) -> Call<'static> {
+    Call {
+        request: Request::Get { key },
+        fencing_token: None,
+        persist: false,
+        timeout,
+        idempotent: true,
+    }
+}
+
+fn value_of(answer: Answer) -> Result<Option<Value>> {
+    match answer.response {
+        Response::Nil => Ok(None),
+        Response::Value(value) => Ok(Some(Value {
+            value,
+            version: answer.version,
+        })),
+        other => Err(unexpected("GET", &other)),
+    }
+}
+
+fn unexpected(verb: &str, response: &Response) -> Error {
+    Error::UnexpectedPayload(format!("unexpected answer to {verb}: {response:?}"))
+}

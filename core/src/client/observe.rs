@@ -1,0 +1,322 @@
+//! Key notifications: observations, the shared KEYNOTIFY registrations behind them, and their
+//! renewal after every reconnect.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::call::Call;
+use super::shared::Shared;
+use super::types::Value;
+use super::Client;
+use crate::protocol::{Hlc, Request, Response};
+use crate::{runtime, Error, Result};
+
+/// A change to an observed key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// The key was set to `value`.
+    Set {
+        /// The new value.
+        value: Bytes,
+        /// The key's new version, if the service sent one.
+        version: Option<Hlc>,
+    },
+    /// The key was deleted, or it expired.
+    Delete {
+        /// The key's version, if the service sent one.
+        version: Option<Hlc>,
+    },
+    /// The connection was re-established and the observation re-registered. Changes made while
+    /// the client was disconnected were not notified; `value` is the key's state read after
+    /// re-registering (`None`: the key does not exist).
+    Resynced {
+        /// The current value, or `None` if the key is absent.
+        value: Option<Value>,
+    },
+}
+
+/// The notifications of one key, from [`Client::observe`].
+///
+/// Consume it as an async stream ([`Observation::next`] or [`futures_core::Stream`]) or, from
+/// a plain thread, with [`Observation::next_timeout`]. It ends (`None` / [`Error::Closed`])
+/// when the key is unobserved or the client is closed. Dropping it stops the observation;
+/// when the last observation of a key is dropped the client sends `KEYNOTIFY … STOP`.
+/// An observation keeps its client's connection open.
+pub struct Observation {
+    key: Bytes,
+    id: u64,
+    events: mpsc::UnboundedReceiver<KeyEvent>,
+    client: Client,
+}
+
+impl std::fmt::Debug for Observation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observation")
+            .field("key", &self.key)
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Observation {
+    /// The observed key.
+    pub fn key(&self) -> &Bytes {
+        &self.key
+    }
+
+    /// The next event; `None` once the observation has ended.
+    pub async fn next(&mut self) -> Option<KeyEvent> {
+        self.events.recv().await
+    }
+
+    /// The next event if one is already queued: `Ok(None)` if none is, [`Error::Closed`] once
+    /// the observation has ended. Never blocks.
+    pub fn try_next(&mut self) -> Result<Option<KeyEvent>> {
+        match self.events.try_recv() {
+            Ok(event) => Ok(Some(event)),
+            Err(mpsc::error::TryRecvError::Empty) => Ok(None),
+            Err(mpsc::error::TryRecvError::Disconnected) => Err(Error::Closed),
+        }
+    }
+
+    /// Blocks the calling thread for the next event: `Ok(None)` if none came within `timeout`,
+    /// [`Error::Closed`] once the observation has ended, [`Error::Runtime`] when called from
+    /// inside an async runtime.
+    pub fn next_timeout(&mut self, timeout: Duration) -> Result<Option<KeyEvent>> {
+        if let Some(event) = self.try_next()? {
+            return Ok(Some(event));
+        }
+        match runtime::block_on(tokio::time::timeout(timeout, self.events.recv()))? {
+            Ok(Some(event)) => Ok(Some(event)),
+            Ok(None) => Err(Error::Closed),
+            Err(_) => Ok(None),
+        }
+    }
+}
+
+impl futures_core::Stream for Observation {
+    type Item = KeyEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<KeyEvent>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl Drop for Observation {
+    fn drop(&mut self) {
+        let shared = &self.client.inner.shared;
+        if shared.observers.remove(&self.key, self.id) && !shared.is_closed() {
+            let shared = shared.clone();
+            let key = self.key.clone();
+            // Drop cannot wait for the broker: the STOP goes out in the background.
+            shared.runtime.clone().spawn(async move {
+                if let Err(error) = stop_if_unobserved(&shared, key).await {
+                    tracing::debug!(%error, "KEYNOTIFY STOP after the last observation was dropped failed");
+                }
+            });
+        }
+    }
+}
+
+struct Observer {
+    id: u64,
+    events: mpsc::UnboundedSender<KeyEvent>,
+}
+
+/// The observations of every key; a key is registered with the service while it has any.
+#[derive(Default)]
+pub(crate) struct Observers {
+    keys: Mutex<Keys>,
+    next_id: AtomicU64,
+    /// Serialises registrations and stops, so that a STOP never overtakes a newer KEYNOTIFY.
+    registrations: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Keys {
+    observers: HashMap<Bytes, Vec<Observer>>,
+    closed: bool,
+}
+
+impl Observers {
+    fn with<R>(&self, f: impl FnOnce(&mut Keys) -> R) -> R {
+        // Each critical section is a single map operation: a poisoned lock is still usable.
+        f(&mut self.keys.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Adds an observer of `key`; true if it is the key's first.
+    fn add(&self, key: &Bytes) -> Result<(u64, mpsc::UnboundedReceiver<KeyEvent>, bool)> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.with(|keys| {
+            if keys.closed {
+                return Err(Error::Closed);
+            }
+            let observers = keys.observers.entry(key.clone()).or_default();
+            observers.push(Observer { id, events: sender });
+            Ok((id, receiver, observers.len() == 1))
+        })
+    }
+
+    /// Removes one observer; true if the key has none left.
+    pub(crate) fn remove(&self, key: &Bytes, id: u64) -> bool {
+        self.with(|keys| {
+            let Some(observers) = keys.observers.get_mut(key) else {
+                return false;
+            };
+            observers.retain(|o| o.id != id);
+            let last = observers.is_empty();
+            if last {
+                keys.observers.remove(key);
+            }
+            last
+        })
+    }
+
+    /// Removes every observer of `key` (their streams end); true if there were any.
+    fn remove_all(&self, key: &Bytes) -> bool {
+        self.with(|keys| keys.observers.remove(key).is_some())
+    }
+
+    fn contains(&self, key: &Bytes) -> bool {
+        self.with(|keys| keys.observers.contains_key(key))
+    }
+
+    fn keys(&self) -> Vec<Bytes> {
+        self.with(|keys| keys.observers.keys().cloned().collect())
+    }
+
+    /// Hands `event` to every observer of `key`.
+    pub(crate) fn deliver(&self, key: &Bytes, event: KeyEvent) {
+        self.with(|keys| {
+            if let Some(observers) = keys.observers.get(key) {
+                for observer in observers {
+                    // A receiver being dropped is removing itself: nothing to do.
+                    let _ = observer.events.send(event.clone());
+                }
+            }
+        });
+    }
+
+    /// Ends every observation, now and later.
+    pub(crate) fn close(&self) {
+        let observers = self.with(|keys| {
+            keys.closed = true;
+            std::mem::take(&mut keys.observers)
+        });
+        drop(observers);
+    }
+}
+
+fn keynotify(key: Bytes, stop: bool) -> Call<'static> {
+    Call {
+        request: Request::KeyNotify { key, stop },
+        fencing_token: None,
+        persist: false,
+        timeout: None,
+        idempotent: true,
+    }
+}
+
+fn expect_ok(response: &Response) -> Result<()> {
+    match response {
+        Response::Ok | Response::Integer(_) => Ok(()),
+        other => Err(Error::UnexpectedPayload(format!(
+            "unexpected answer to KEYNOTIFY: {other:?}"
+        ))),
+    }
+}
+
+/// Starts an observation of `key`, registering it with the service if it is the key's first.
+pub(crate) async fn observe(client: &Client, key: Bytes) -> Result<Observation> {
+    let shared = &client.inner.shared;
+    let _registration = shared.registrations().await;
+    let (id, events, first) = shared.observers.add(&key)?;
+    // Registered before KEYNOTIFY is sent, so no notification that follows is missed.
+    let observation = Observation {
+        key: key.clone(),
+        id,
+        events,
+        client: client.clone(),
+    };
+    if first {
+        let answer = shared.call(keynotify(key, false)).await;
+        if let Err(error) = answer.and_then(|a| expect_ok(&a.response)) {
+            // Removed first, so that dropping the observation sends no STOP.
+            shared.observers.remove(&observation.key, id);
+            drop(observation);
+            return Err(error);
+        }
+    }
+    Ok(observation)
+}
+
+/// Ends every observation of `key` and stops its registration.
+pub(crate) async fn unobserve(shared: &Shared, key: Bytes) -> Result<()> {
+    let _registration = shared.registrations().await;
+    if shared.observers.remove_all(&key) {
+        let answer = shared.call(keynotify(key, true)).await?;
+        expect_ok(&answer.response)?;
+    }
+    Ok(())
+}
+
+async fn stop_if_unobserved(shared: &Shared, key: Bytes) -> Result<()> {
+    let _registration = shared.registrations().await;
+    if shared.observers.contains(&key) || shared.is_closed() {
+        return Ok(());
+    }
+    expect_ok(&shared.call(keynotify(key, true)).await?.response)
+}
+
+/// After a reconnect: re-registers every observed key (the service dropped them all when the
+/// connection went down) and tells its observers the key's current state.
+pub(crate) async fn resync(shared: Arc<Shared>) {
+    let connection = shared.current_connection();
+    let mut tasks = tokio::task::JoinSet::new();
+    for key in shared.observers.keys() {
+        let shared = shared.clone();
+        tasks.spawn(async move {
+            loop {
+                if shared.current_connection() != connection || shared.is_closed() {
+                    return; // A newer connection resyncs on its own.
+                }
+                match resync_key(&shared, &key).await {
+                    Ok(()) => return,
+                    Err(error) if error.outcome_unknown() => {
+                        tracing::debug!(%error, "resync of an observed key interrupted: retrying");
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot re-register an observed key after a reconnect");
+                        return;
+                    }
+                }
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+async fn resync_key(shared: &Shared, key: &Bytes) -> Result<()> {
+    if !shared.observers.contains(key) {
+        return Ok(());
+    }
+    expect_ok(&shared.call(keynotify(key.clone(), false)).await?.response)?;
+    let answer = shared.call(super::get_call(key.clone(), None)).await?;
+    let value = super::value_of(answer)?;
+    shared.observers.deliver(key, KeyEvent::Resynced { value });
+    Ok(())
+}
+
+impl Shared {
+    async fn registrations(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.observers.registrations.lock().await
+    }
+}

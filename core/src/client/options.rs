@@ -1,0 +1,290 @@
+//! Connection settings of a [`Client`](super::Client).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::protocol::topics;
+use crate::{Error, Result};
+
+/// The largest packet MQTT allows (268 435 455 bytes).
+pub const MQTT_MAX_PACKET_SIZE: u32 = 268_435_455;
+
+/// How to reach and authenticate to the MQTT broker, and the client's defaults.
+///
+/// Build one with [`ConnectOptions::new`] (plain TCP) or [`ConnectOptions::from_env`] (the
+/// `AIO_*` variables Azure IoT Operations injects into a pod), then adjust the fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// Broker host name or IP address.
+    pub host: String,
+    /// Broker TCP port.
+    pub port: u16,
+    /// MQTT client id; a random `statestore-…` id is generated when `None`. It must not contain
+    /// `+`, `#` or NUL (it becomes part of topic names).
+    pub client_id: Option<String>,
+    /// MQTT keep-alive interval (at least 5 s, at most 65 535 s).
+    pub keep_alive: Duration,
+    /// How long the broker keeps the MQTT session after a disconnect (whole seconds).
+    pub session_expiry: Duration,
+    /// Start the first connection with a clean session; reconnects always try to resume it.
+    pub clean_start: bool,
+    /// TLS settings; `None` for plain TCP.
+    pub tls: Option<TlsOptions>,
+    /// How the client authenticates.
+    pub auth: Authentication,
+    /// Timeout of a call that does not set its own, and of the initial connection.
+    pub default_timeout: Duration,
+    /// Delays between reconnection attempts.
+    pub reconnect: ReconnectPolicy,
+    /// The largest packet the client accepts (advertised to the broker in CONNECT).
+    pub max_packet_size: u32,
+}
+
+/// TLS settings. Certificates and keys are PEM files.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsOptions {
+    /// CA certificates that validate the broker; the system's roots when `None`.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate chain, for X.509 client authentication (with `key_file`).
+    pub cert_file: Option<PathBuf>,
+    /// Private key of the client certificate (unencrypted PEM: PKCS#8, PKCS#1 or SEC1).
+    pub key_file: Option<PathBuf>,
+    /// Password of an encrypted key. Encrypted keys are not supported: setting this fails the
+    /// connection with a clear error rather than a confusing TLS failure.
+    pub key_password_file: Option<PathBuf>,
+}
+
+/// How the client authenticates to the broker (besides a TLS client certificate).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Authentication {
+    /// No credentials.
+    #[default]
+    None,
+    /// MQTT username and password.
+    Password {
+        /// Username.
+        username: String,
+        /// Password (empty for none).
+        password: String,
+    },
+    /// MQTT username, with the password read from a file at each connection.
+    PasswordFile {
+        /// Username.
+        username: String,
+        /// File holding the password (one trailing newline is ignored).
+        password_file: PathBuf,
+    },
+    /// Kubernetes service-account token (`K8S-SAT` enhanced authentication): CONNECT carries
+    /// the token file's bytes.
+    ///
+    /// The file is checked every `check_interval`; when the token changes, the client reconnects
+    /// with the new token. (The MQTT AUTH packet that would re-authenticate in place cannot be
+    /// sent with rumqttc 0.25; requests in flight during that reconnect behave as on any other
+    /// reconnect.)
+    ServiceAccountToken {
+        /// The token file (usually a projected volume).
+        token_file: PathBuf,
+        /// How often the file is checked for a new token.
+        check_interval: Duration,
+    },
+}
+
+/// Exponential reconnect backoff: the delay starts at `initial_delay` and doubles after each
+/// failed attempt up to `max_delay`; each delay is randomised (jitter) to between half and all
+/// of its value so that many clients do not reconnect in lockstep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReconnectPolicy {
+    /// Delay before the first reconnection attempt.
+    pub initial_delay: Duration,
+    /// Upper bound of the delay.
+    pub max_delay: Duration,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        Self {
+            initial_delay: Duration::from_millis(128),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Default call timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default interval at which a service-account token file is checked for rotation.
+pub const DEFAULT_TOKEN_CHECK_INTERVAL: Duration = Duration::from_secs(10);
+
+impl Default for ConnectOptions {
+    /// `localhost:1883`, plain TCP, no credentials.
+    fn default() -> Self {
+        Self::new("localhost", 1883)
+    }
+}
+
+impl ConnectOptions {
+    /// Plain TCP to `host:port` with a generated client id, keep-alive 60 s, session expiry
+    /// 3600 s, clean start, call timeout 10 s.
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        Self {
+            host: host.into(),
+            port,
+            client_id: None,
+            keep_alive: Duration::from_secs(60),
+            session_expiry: Duration::from_secs(3600),
+            clean_start: true,
+            tls: None,
+            auth: Authentication::None,
+            default_timeout: DEFAULT_TIMEOUT,
+            reconnect: ReconnectPolicy::default(),
+            max_packet_size: MQTT_MAX_PACKET_SIZE,
+        }
+    }
+
+    /// Sets the client id.
+    pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = Some(client_id.into());
+        self
+    }
+
+    /// Sets the default call timeout.
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// Sets the authentication.
+    pub fn auth(mut self, auth: Authentication) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Sets the TLS options.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Sets the reconnect backoff.
+    pub fn reconnect(mut self, reconnect: ReconnectPolicy) -> Self {
+        self.reconnect = reconnect;
+        self
+    }
+
+    /// Checks the settings; every problem is an [`Error::InvalidArgument`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |text: String| Err(Error::InvalidArgument(text));
+        if self.host.is_empty() {
+            return invalid("host is empty".into());
+        }
+        if let Some(id) = &self.client_id {
+            topics::validate_client_id(id)?;
+        }
+        let keep_alive = self.keep_alive.as_secs();
+        if !(5..=u64::from(u16::MAX)).contains(&keep_alive) {
+            return invalid(format!(
+                "keep_alive must be between 5 s and 65535 s, got {:?}",
+                self.keep_alive
+            ));
+        }
+        if self.session_expiry.as_secs() > u64::from(u32::MAX) {
+            return invalid(format!("session_expiry must be at most {} s", u32::MAX));
+        }
+        if self.default_timeout.is_zero() {
+            return invalid("default_timeout must be positive".into());
+        }
+        if self.reconnect.initial_delay.is_zero()
+            || self.reconnect.max_delay < self.reconnect.initial_delay
+        {
+            return invalid(format!(
+                "reconnect delays must satisfy 0 < initial_delay <= max_delay, got {:?}",
+                self.reconnect
+            ));
+        }
+        if self.max_packet_size < MIN_PACKET_SIZE {
+            return invalid(format!(
+                "max_packet_size must be at least {MIN_PACKET_SIZE} bytes"
+            ));
+        }
+        if let Authentication::ServiceAccountToken { check_interval, .. } = &self.auth {
+            if check_interval.is_zero() {
+                return invalid("the token check_interval must be positive".into());
+            }
+        }
+        if let Some(tls) = &self.tls {
+            if tls.cert_file.is_some() != tls.key_file.is_some() {
+                return invalid("TLS cert_file and key_file must be given together".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Below this a response with a short value would not fit.
+const MIN_PACKET_SIZE: u32 = 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_follow_the_sdks() {
+        let options = ConnectOptions::new("broker", 1883);
+        options.validate().unwrap();
+        assert_eq!(options.default_timeout, Duration::from_secs(10));
+        assert_eq!(options.reconnect.initial_delay, Duration::from_millis(128));
+        assert_eq!(options.reconnect.max_delay, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn bad_settings_are_rejected_with_the_field_named() {
+        let base = ConnectOptions::new("broker", 1883);
+        let cases: Vec<(ConnectOptions, &str)> = vec![
+            (
+                ConnectOptions {
+                    host: String::new(),
+                    ..base.clone()
+                },
+                "host",
+            ),
+            (base.clone().client_id("a+b"), "client id"),
+            (
+                ConnectOptions {
+                    keep_alive: Duration::from_secs(1),
+                    ..base.clone()
+                },
+                "keep_alive",
+            ),
+            (
+                base.clone().default_timeout(Duration::ZERO),
+                "default_timeout",
+            ),
+            (
+                base.clone().reconnect(ReconnectPolicy {
+                    initial_delay: Duration::from_secs(2),
+                    max_delay: Duration::from_secs(1),
+                }),
+                "reconnect",
+            ),
+            (
+                ConnectOptions {
+                    max_packet_size: 10,
+                    ..base.clone()
+                },
+                "max_packet_size",
+            ),
+            (
+                base.clone().tls(TlsOptions {
+                    cert_file: Some("c.pem".into()),
+                    ..TlsOptions::default()
+                }),
+                "key_file",
+            ),
+        ];
+        for (options, field) in cases {
+            match options.validate() {
+                Err(Error::InvalidArgument(text)) => assert!(text.contains(field), "{text}"),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+    }
+}

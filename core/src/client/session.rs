@@ -1,0 +1,109 @@
+//! The task that makes each new connection usable: subscribes to the response topic and the
+//! notification filter (checking the SUBACK, which rumqttc only logs), opens the gate for
+//! requests, and re-registers observed keys.
+
+use std::sync::Arc;
+
+use rumqttc::v5::mqttbytes::v5::{Filter, SubscribeReasonCode};
+use rumqttc::v5::mqttbytes::QoS;
+use tokio::sync::mpsc;
+
+use super::observe;
+use super::shared::{LinkState, Shared};
+use crate::Error;
+
+/// What the event loop tells the session task.
+#[derive(Debug)]
+pub(crate) enum SessionEvent {
+    /// A CONNACK arrived.
+    Connected {
+        /// Whether the broker kept the previous session (and so our subscriptions).
+        session_present: bool,
+    },
+    /// A SUBACK arrived.
+    SubAck(Vec<SubscribeReasonCode>),
+    /// The connection failed.
+    Disconnected,
+}
+
+enum Subscribed {
+    Yes,
+    /// The connection changed before the SUBACK: handle this event instead.
+    Interrupted(SessionEvent),
+    Refused(Error),
+}
+
+pub(crate) async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver<SessionEvent>) {
+    let mut first = true;
+    let mut next = events.recv().await;
+    while let Some(event) = next.take() {
+        if let SessionEvent::Connected { session_present } = event {
+            let subscribed = if first || !session_present {
+                subscribe(&shared, &mut events).await
+            } else {
+                Subscribed::Yes
+            };
+            match subscribed {
+                Subscribed::Yes => {
+                    shared.set_link(LinkState::Ready);
+                    if !first {
+                        tokio::spawn(observe::resync(shared.clone()));
+                    }
+                    first = false;
+                }
+                Subscribed::Interrupted(event) => {
+                    next = Some(event);
+                    continue;
+                }
+                Subscribed::Refused(error) => {
+                    tracing::error!(%error, "the broker refused the client's subscriptions");
+                    shared.set_link(LinkState::Failed(error));
+                    if first {
+                        // `connect` reports the error; nothing more to do.
+                        shared.cancel.cancel();
+                        return;
+                    }
+                }
+            }
+        }
+        next = events.recv().await;
+    }
+}
+
+async fn subscribe(
+    shared: &Shared,
+    events: &mut mpsc::UnboundedReceiver<SessionEvent>,
+) -> Subscribed {
+    let filters = [
+        Filter::new(shared.response_topic.clone(), QoS::AtLeastOnce),
+        Filter::new(shared.notification_filter.clone(), QoS::AtLeastOnce),
+    ];
+    if shared.mqtt.subscribe_many(filters).await.is_err() {
+        return Subscribed::Refused(Error::Closed);
+    }
+    match events.recv().await {
+        Some(SessionEvent::SubAck(codes)) => check_suback(shared, &codes),
+        Some(event) => Subscribed::Interrupted(event),
+        None => Subscribed::Refused(Error::Closed),
+    }
+}
+
+fn check_suback(shared: &Shared, codes: &[SubscribeReasonCode]) -> Subscribed {
+    let topics = [&shared.response_topic, &shared.notification_filter];
+    for (topic, code) in topics.iter().zip(codes) {
+        if !matches!(code, SubscribeReasonCode::Success(_)) {
+            return Subscribed::Refused(Error::Connection(format!(
+                "the broker refused the subscription to {topic} ({code:?}): check its \
+                 authorization rules"
+            )));
+        }
+    }
+    if codes.len() != topics.len() {
+        return Subscribed::Refused(Error::Connection(format!(
+            "the broker answered {} subscription codes for {} topics",
+            codes.len(),
+            topics.len()
+        )));
+    }
+    Subscribed::Yes
+}

@@ -1,0 +1,149 @@
+//! State shared by the client handles and the background tasks of one connection.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rumqttc::v5::AsyncClient;
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::observe::Observers;
+use super::pending::PendingMap;
+use crate::protocol::{topics, HybridClock, MAX_CLOCK_SKEW};
+use crate::{Error, Result};
+
+/// Whether requests can be sent.
+#[derive(Debug, Clone)]
+pub(crate) enum LinkState {
+    /// Connecting or reconnecting; requests wait.
+    Connecting,
+    /// Connected and subscribed; requests go out.
+    Ready,
+    /// The connection cannot be used (e.g. the broker refused the subscriptions); requests
+    /// fail with this error until a new connection succeeds.
+    Failed(Error),
+    /// The client was closed.
+    Closed,
+}
+
+pub(crate) struct Shared {
+    pub(crate) client_id: String,
+    pub(crate) response_topic: String,
+    /// The notification filter without its trailing `+`: a notification topic is this prefix
+    /// followed by the key in hex.
+    pub(crate) notification_prefix: String,
+    pub(crate) notification_filter: String,
+    /// One clock per client: every `__ts` sent comes from it, every `__ts` received updates it.
+    pub(crate) clock: HybridClock,
+    pub(crate) pending: PendingMap,
+    pub(crate) observers: Observers,
+    pub(crate) link: watch::Sender<LinkState>,
+    /// The broker's maximum packet size from the last CONNACK.
+    pub(crate) broker_max_packet: AtomicU32,
+    /// Counts CONNACKs, so that a resync of an older connection can stop.
+    pub(crate) connection: AtomicU64,
+    pub(crate) default_timeout: Duration,
+    pub(crate) mqtt: AsyncClient,
+    pub(crate) cancel: CancellationToken,
+    /// Where background work of this client runs.
+    pub(crate) runtime: Handle,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        client_id: String,
+        default_timeout: Duration,
+        mqtt: AsyncClient,
+        runtime: Handle,
+    ) -> Self {
+        let notification_filter = topics::notification_filter(&client_id);
+        Self {
+            response_topic: topics::response_topic(&client_id),
+            notification_prefix: notification_filter.trim_end_matches('+').to_owned(),
+            notification_filter,
+            clock: HybridClock::new(client_id.clone(), MAX_CLOCK_SKEW),
+            pending: PendingMap::new(random_u128()),
+            observers: Observers::default(),
+            link: watch::Sender::new(LinkState::Connecting),
+            broker_max_packet: AtomicU32::new(super::options::MQTT_MAX_PACKET_SIZE),
+            connection: AtomicU64::new(0),
+            default_timeout,
+            mqtt,
+            cancel: CancellationToken::new(),
+            runtime,
+            client_id,
+        }
+    }
+
+    /// Waits until requests can be sent.
+    pub(crate) async fn wait_ready(&self) -> Result<()> {
+        if let LinkState::Ready = *self.link.borrow() {
+            return Ok(());
+        }
+        let mut link = self.link.subscribe();
+        loop {
+            match &*link.borrow_and_update() {
+                LinkState::Ready => return Ok(()),
+                LinkState::Failed(error) => return Err(error.clone()),
+                LinkState::Closed => return Err(Error::Closed),
+                LinkState::Connecting => {}
+            }
+            link.changed().await.map_err(|_| Error::Closed)?;
+        }
+    }
+
+    /// Sets the link state, unless the client is closed (which is final).
+    pub(crate) fn set_link(&self, state: LinkState) {
+        self.link.send_if_modified(|current| {
+            if matches!(current, LinkState::Closed) {
+                return false;
+            }
+            *current = state;
+            true
+        });
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        matches!(*self.link.borrow(), LinkState::Closed)
+    }
+
+    /// The key of a notification topic, if it is one of ours.
+    pub(crate) fn notification_key(&self, topic: &[u8]) -> Option<Bytes> {
+        let hex_key = topic.strip_prefix(self.notification_prefix.as_bytes())?;
+        hex::decode(hex_key).ok().map(Bytes::from)
+    }
+
+    pub(crate) fn current_connection(&self) -> u64 {
+        self.connection.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn broker_max_packet(&self) -> u32 {
+        self.broker_max_packet.load(Ordering::Relaxed)
+    }
+
+    /// Ends the client: background tasks stop, calls in flight and later fail with
+    /// [`Error::Closed`], observations end.
+    pub(crate) fn shutdown(&self) {
+        self.link.send_replace(LinkState::Closed);
+        self.cancel.cancel();
+        self.pending.close();
+        self.observers.close();
+    }
+}
+
+/// 128 bits from the operating system (different in every process, even after fork).
+pub(crate) fn random_u128() -> u128 {
+    let mut bytes = [0u8; 16];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => u128::from_le_bytes(bytes),
+        // Only uniqueness matters here, not secrecy.
+        Err(_) => fastrand::u128(..) ^ u128::from(std::process::id()),
+    }
+}
+
+/// A client id for clients that do not set one.
+pub(crate) fn generate_client_id() -> String {
+    format!("statestore-{:016x}", random_u128() as u64)
+}

@@ -1,0 +1,124 @@
+//! Per-call options and results of the state store operations.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::protocol::{Hlc, SetCondition};
+
+/// Options of [`Client::set`](super::Client::set).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SetOptions {
+    /// When the SET applies (always, only if absent = `NX`, only if absent or equal = `NEX`).
+    pub condition: SetCondition,
+    /// Time to live of the key (`PX`, at least 1 ms; sub-millisecond parts are dropped).
+    pub expiry: Option<Duration>,
+    /// Fencing token (`__ft`): required once a key is fenced, must not be older than its token.
+    pub fencing_token: Option<Hlc>,
+    /// Call timeout; the client's default when `None`.
+    pub timeout: Option<Duration>,
+    /// Ask the service to persist the key (`aio-persistence: true`; newer services only).
+    pub persist: bool,
+}
+
+impl SetOptions {
+    /// Sets the condition.
+    pub fn condition(mut self, condition: SetCondition) -> Self {
+        self.condition = condition;
+        self
+    }
+
+    /// Sets the expiry.
+    pub fn expiry(mut self, expiry: Duration) -> Self {
+        self.expiry = Some(expiry);
+        self
+    }
+
+    /// Sets the fencing token.
+    pub fn fencing_token(mut self, token: Hlc) -> Self {
+        self.fencing_token = Some(token);
+        self
+    }
+
+    /// Sets the timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Asks for persistence.
+    pub fn persist(mut self, persist: bool) -> Self {
+        self.persist = persist;
+        self
+    }
+}
+
+/// Options of [`Client::delete`](super::Client::delete) and [`Client::vdel`](super::Client::vdel).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeleteOptions {
+    /// Fencing token (`__ft`), needed when the key is fenced.
+    pub fencing_token: Option<Hlc>,
+    /// Call timeout; the client's default when `None`.
+    pub timeout: Option<Duration>,
+}
+
+impl DeleteOptions {
+    /// Sets the fencing token.
+    pub fn fencing_token(mut self, token: Hlc) -> Self {
+        self.fencing_token = Some(token);
+        self
+    }
+
+    /// Sets the timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// Result of a SET.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetResult {
+    /// Whether the value was stored (`false`: the `NX`/`NEX` condition did not hold).
+    pub applied: bool,
+    /// The key's version reported by the service (`__ts`); the fencing token when this SET
+    /// took a lock. `None` if the service sent none (or an unreadable one).
+    pub version: Option<Hlc>,
+}
+
+/// A value read with GET.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Value {
+    /// The value's bytes.
+    pub value: Bytes,
+    /// The key's version, if the service reported one.
+    pub version: Option<Hlc>,
+}
+
+/// What a DEL or VDEL did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum DeleteOutcome {
+    /// The key was deleted.
+    Deleted = 0,
+    /// There was no such key.
+    NotFound = 1,
+    /// VDEL only: the key holds another value, so it was kept.
+    ValueMismatch = 2,
+}
+
+/// Result of a DEL or VDEL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteResult {
+    /// What happened.
+    pub outcome: DeleteOutcome,
+    /// The version the service reported, if any.
+    pub version: Option<Hlc>,
+}
+
+impl DeleteResult {
+    /// Whether the key was deleted.
+    pub fn deleted(&self) -> bool {
+        self.outcome == DeleteOutcome::Deleted
+    }
+}

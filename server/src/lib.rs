@@ -2,6 +2,33 @@
 //! Operations MQTT broker.
 //!
 //! - [`engine`]: the state machine, with no I/O.
+//! - [`Server`]: the engine served over MQTT, either with an embedded MQTT 5 broker
+//!   ([`Mode::Embedded`], the default) or attached to an existing broker ([`Mode::External`]).
+//! - [`testing`]: helpers for tests (an embedded server on a free port, a real Mosquitto).
+//! - [`cli`]: the `statestore-server` command line, reusable by other binaries.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), statestore_server::ServerError> {
+//! use statestore_server::{Server, ServerConfig};
+//!
+//! let server = Server::start(ServerConfig::default()).await?; // embedded, 127.0.0.1:0
+//! println!("connect MQTT 5 clients to {}", server.local_addr());
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
 #![warn(missing_docs)]
 
+pub mod cli;
+mod config;
+mod embedded;
 pub mod engine;
+mod error;
+mod external;
+mod server;
+mod service;
+pub mod testing;
+
+pub use config::{Credentials, Mode, ServerConfig, TlsFiles, DEFAULT_MAX_PACKET_SIZE};
+pub use engine::EngineConfig;
+pub use error::ServerError;
+pub use server::Server;

@@ -1,0 +1,193 @@
+//! The `statestore-server` command line, reusable by other binaries (`statestore serve`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{Credentials, Mode, ServerConfig, TlsFiles, DEFAULT_MAX_PACKET_SIZE};
+use crate::engine::EngineConfig;
+use crate::{Server, ServerError};
+
+/// Options of `statestore-server` (flatten them into another clap command to reuse them).
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Run the embedded MQTT 5 broker on this address (the default mode).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:1883", conflicts_with = "broker")]
+    pub listen: SocketAddr,
+
+    /// Attach to an existing MQTT 5 broker instead (`mqtt://HOST:PORT`, port 1883 if
+    /// omitted). The state store then cannot see disconnects or verify client ids.
+    #[arg(long, value_name = "URL")]
+    pub broker: Option<String>,
+
+    /// Maximum number of keys; more gives `the quota has been exceeded`. Unlimited if unset.
+    #[arg(long, value_name = "N")]
+    pub max_keys: Option<usize>,
+
+    /// How far ahead of the server clock a request's `__ts` or `__ft` may be (e.g. `60s`,
+    /// `500ms`).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub max_clock_skew: Duration,
+
+    /// Log filter: a level (`error`, `warn`, `info`, `debug`, `trace`) or a tracing filter
+    /// such as `info,mqtt5=warn`. Logs go to stderr. Rejected requests are logged at `warn`,
+    /// requests answered with `-ERR` at `info`.
+    #[arg(long, value_name = "FILTER", default_value = "info")]
+    pub log_level: String,
+
+    /// Serve MQTT over TLS with this certificate chain (PEM); needs --tls-key. Embedded
+    /// broker only.
+    #[arg(long, value_name = "PEM", requires = "tls_key", conflicts_with = "broker")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// Private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// User name clients must log in with (embedded broker; anonymous clients are refused),
+    /// or that the server logs in with (--broker). Needs --password.
+    #[arg(long, value_name = "NAME", requires = "password")]
+    pub username: Option<String>,
+
+    /// Password of --username.
+    #[arg(long, value_name = "SECRET", requires = "username")]
+    pub password: Option<String>,
+
+    /// Largest MQTT packet accepted and sent, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_PACKET_SIZE)]
+    pub max_packet_size: u32,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 60s, 1m, 500ms)"))
+}
+
+impl ServeArgs {
+    /// The server configuration these options describe.
+    pub fn config(&self) -> Result<ServerConfig, ServerError> {
+        let mode = match &self.broker {
+            None => Mode::Embedded {
+                listen: self.listen,
+            },
+            Some(url) => {
+                let (host, port) = parse_broker_url(url)?;
+                Mode::External { host, port }
+            }
+        };
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        };
+        let credentials = match (&self.username, &self.password) {
+            (Some(username), Some(password)) => Some(Credentials {
+                username: username.clone(),
+                password: password.clone(),
+            }),
+            _ => None,
+        };
+        Ok(ServerConfig {
+            mode,
+            engine: EngineConfig {
+                max_keys: self.max_keys,
+                max_skew: self.max_clock_skew,
+                ..EngineConfig::default()
+            },
+            tls,
+            credentials,
+            max_packet_size: self.max_packet_size,
+        })
+    }
+}
+
+/// `mqtt://HOST[:PORT]` (or bare `HOST[:PORT]`) to host and port.
+fn parse_broker_url(url: &str) -> Result<(String, u16), ServerError> {
+    let invalid = |why: &str| ServerError::Config(format!("--broker {url:?}: {why}"));
+    let rest = match url.split_once("://") {
+        Some(("mqtt" | "tcp", rest)) => rest,
+        Some((scheme, _)) => {
+            return Err(invalid(&format!(
+                "unsupported scheme {scheme:?} (only mqtt:// is supported)"
+            )))
+        }
+        None => url,
+    };
+    let rest = rest.trim_end_matches('/');
+    if rest.is_empty() || rest.contains('/') {
+        return Err(invalid("expected mqtt://HOST:PORT"));
+    }
+    // A bracketed IPv6 literal keeps its colons inside the brackets.
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => {
+            let port = port.parse().map_err(|_| invalid("the port is not a number"))?;
+            (host, port)
+        }
+        _ => (rest, 1883),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(invalid("the host is empty"));
+    }
+    Ok((host.to_owned(), port))
+}
+
+/// Sets up logging to stderr with `filter` (see [`ServeArgs::log_level`]).
+pub fn init_logging(filter: &str) -> Result<(), ServerError> {
+    let filter = EnvFilter::try_new(filter)
+        .map_err(|e| ServerError::Config(format!("--log-level {filter:?}: {e}")))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init()
+        .map_err(|e| ServerError::Config(format!("cannot set up logging: {e}")))
+}
+
+/// Runs the server until SIGINT or SIGTERM: starts it, prints exactly one line to stdout
+/// when it serves (`statestore-server ready on ADDR (embedded broker)`), then shuts down
+/// cleanly on the signal. Logging must be set up by the caller ([`init_logging`]).
+pub async fn run(args: &ServeArgs) -> Result<(), ServerError> {
+    let config = args.config()?;
+    let kind = match config.mode {
+        Mode::Embedded { .. } => "embedded broker",
+        Mode::External { .. } => "external broker",
+    };
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let server = Server::start(config).await?;
+    println!("statestore-server ready on {} ({kind})", server.local_addr());
+    tokio::select! {
+        interrupted = tokio::signal::ctrl_c() => interrupted?,
+        _ = terminate.recv() => {}
+    }
+    tracing::info!("shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_urls() {
+        let parse = |url| parse_broker_url(url).ok();
+        assert_eq!(parse("mqtt://h:1884"), Some(("h".to_owned(), 1884)));
+        assert_eq!(parse("mqtt://h"), Some(("h".to_owned(), 1883)));
+        assert_eq!(parse("127.0.0.1:9"), Some(("127.0.0.1".to_owned(), 9)));
+        assert_eq!(parse("mqtt://[::1]:7"), Some(("::1".to_owned(), 7)));
+        assert_eq!(parse("mqtts://h:8883"), None);
+        assert_eq!(parse("mqtt://h:x"), None);
+        assert_eq!(parse("mqtt://"), None);
+    }
+
+    #[test]
+    fn durations_are_human() {
+        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_duration("soon").is_err());
+    }
+}

@@ -1,0 +1,32 @@
+//! `statestore-server`: a local MQTT broker state store. See `--help`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use statestore_server::cli::{self, ServeArgs};
+
+/// A faithful local state store (the key-value store of the Azure IoT Operations MQTT
+/// broker): by default an embedded MQTT 5 broker with the state store attached; with
+/// --broker, attached to an existing MQTT 5 broker.
+#[derive(Debug, Parser)]
+#[command(name = "statestore-server", version)]
+struct Command {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let command = Command::parse();
+    if let Err(error) = cli::init_logging(&command.serve.log_level) {
+        eprintln!("statestore-server: {error}");
+        return ExitCode::from(2);
+    }
+    match cli::run(&command.serve).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("statestore-server: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

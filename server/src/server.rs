@@ -1,0 +1,99 @@
+//! [`Server`]: the engine, its service task and a transport, started and stopped together.
+
+use std::net::SocketAddr;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Mode, ServerConfig};
+use crate::embedded::{self, Embedded};
+use crate::engine::Engine;
+use crate::external::{self, External};
+use crate::{service, ServerError};
+
+/// Requests waiting for the service.
+const INPUT_CAPACITY: usize = 4096;
+/// Responses and notifications waiting for the transport.
+const OUTPUT_CAPACITY: usize = 4096;
+
+/// A running state store. Stop it with [`Server::shutdown`]; dropping it stops it too,
+/// without waiting.
+pub struct Server {
+    transport: Option<Transport>,
+    service: Option<JoinHandle<()>>,
+    cancel: CancellationToken,
+}
+
+enum Transport {
+    Embedded(Embedded),
+    External(External),
+}
+
+impl Server {
+    /// Starts the state store and returns once it serves requests: in embedded mode when the
+    /// broker listens, in external mode when the broker granted the subscription to the
+    /// invoke topic.
+    pub async fn start(config: ServerConfig) -> Result<Server, ServerError> {
+        let (input_tx, input_rx) = mpsc::channel(INPUT_CAPACITY);
+        let (output_tx, output_rx) = mpsc::channel(OUTPUT_CAPACITY);
+        let cancel = CancellationToken::new();
+        let transport = match &config.mode {
+            Mode::Embedded { listen } => Transport::Embedded(
+                embedded::start(&config, *listen, input_tx, output_rx, cancel.clone()).await?,
+            ),
+            Mode::External { host, port } => Transport::External(
+                external::start(&config, host, *port, input_tx, output_rx, cancel.clone())
+                    .await?,
+            ),
+        };
+        let engine = Engine::new(config.engine.clone());
+        let service = tokio::spawn(service::run(engine, input_rx, output_tx));
+        Ok(Server {
+            transport: Some(transport),
+            service: Some(service),
+            cancel,
+        })
+    }
+
+    /// Where clients connect: the embedded broker's bound address (the real port when the
+    /// configuration said port 0), or the external broker's address.
+    pub fn local_addr(&self) -> SocketAddr {
+        match &self.transport {
+            Some(Transport::Embedded(embedded)) => embedded.local_addr(),
+            Some(Transport::External(external)) => external.local_addr(),
+            None => SocketAddr::from(([0, 0, 0, 0], 0)),
+        }
+    }
+
+    /// Stops taking requests, answers the ones already received, then closes the broker
+    /// (embedded) or the connection (external).
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        match self.transport.take() {
+            Some(Transport::Embedded(embedded)) => embedded.shutdown().await,
+            Some(Transport::External(external)) => external.shutdown().await,
+            None => {}
+        }
+        if let Some(service) = self.service.take() {
+            let _ = service.await;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        if let Some(Transport::Embedded(embedded)) = &self.transport {
+            embedded.signal_shutdown();
+        }
+    }
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("local_addr", &self.local_addr())
+            .finish_non_exhaustive()
+    }
+}

@@ -52,7 +52,7 @@ pub enum Error {
     Runtime(String),
 }
 
-/// The stable numeric code of an [`Error`]. Values never change meaning once released.
+/// The stable numeric code of an [`Error`](enum@Error). Values never change meaning once released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
 #[non_exhaustive]

@@ -101,7 +101,16 @@ pub(crate) async fn receive(
                 }
                 continue;
             }
-            Some(client_id) = gone.recv() => Input::ClientGone(client_id),
+            Some(client_id) = gone.recv() => {
+                // The broker reports a disconnect after it let a reconnect with the same
+                // id through: if that reconnect already happened, the registrations it
+                // made must not be dropped for the old connection.
+                if attachment.router.is_connected(&client_id).await {
+                    debug!(client_id, "client reconnected before its disconnect was reported: keeping its registrations");
+                    continue;
+                }
+                Input::ClientGone(client_id)
+            }
             _ = &mut attachment.takeover => {
                 error!("the state store's broker session was taken over: no more requests");
                 break;

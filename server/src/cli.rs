@@ -15,7 +15,12 @@ use crate::{Server, ServerError};
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Run the embedded MQTT 5 broker on this address (the default mode).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:1883", conflicts_with = "broker")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:1883",
+        conflicts_with = "broker"
+    )]
     pub listen: SocketAddr,
 
     /// Attach to an existing MQTT 5 broker instead (`mqtt://HOST:PORT`, port 1883 if
@@ -40,7 +45,12 @@ pub struct ServeArgs {
 
     /// Serve MQTT over TLS with this certificate chain (PEM); needs --tls-key. Embedded
     /// broker only.
-    #[arg(long, value_name = "PEM", requires = "tls_key", conflicts_with = "broker")]
+    #[arg(
+        long,
+        value_name = "PEM",
+        requires = "tls_key",
+        conflicts_with = "broker"
+    )]
     pub tls_cert: Option<PathBuf>,
 
     /// Private key (PEM) of --tls-cert.
@@ -124,7 +134,9 @@ fn parse_broker_url(url: &str) -> Result<(String, u16), ServerError> {
     // A bracketed IPv6 literal keeps its colons inside the brackets.
     let (host, port) = match rest.rsplit_once(':') {
         Some((host, port)) if !port.contains(']') => {
-            let port = port.parse().map_err(|_| invalid("the port is not a number"))?;
+            let port = port
+                .parse()
+                .map_err(|_| invalid("the port is not a number"))?;
             (host, port)
         }
         _ => (rest, 1883),
@@ -158,7 +170,10 @@ pub async fn run(args: &ServeArgs) -> Result<(), ServerError> {
     };
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let server = Server::start(config).await?;
-    println!("statestore-server ready on {} ({kind})", server.local_addr());
+    println!(
+        "statestore-server ready on {} ({kind})",
+        server.local_addr()
+    );
     tokio::select! {
         interrupted = tokio::signal::ctrl_c() => interrupted?,
         _ = terminate.recv() => {}

@@ -43,8 +43,7 @@ impl Server {
                 embedded::start(&config, *listen, input_tx, output_rx, cancel.clone()).await?,
             ),
             Mode::External { host, port } => Transport::External(
-                external::start(&config, host, *port, input_tx, output_rx, cancel.clone())
-                    .await?,
+                external::start(&config, host, *port, input_tx, output_rx, cancel.clone()).await?,
             ),
         };
         let engine = Engine::new(config.engine.clone());

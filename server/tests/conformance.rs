@@ -95,7 +95,10 @@ async fn set_then_get_returns_the_value_and_its_version(env: Env) {
         .await;
     reply.expect(OK);
     let version = reply.ts();
-    assert!(version > Ts::parse(&request_ts), "{version:?} after {request_ts}");
+    assert!(
+        version > Ts::parse(&request_ts),
+        "{version:?} after {request_ts}"
+    );
     assert_eq!(version.node, "StateStore");
     // The version GET returns is the one the SET returned.
     let reply = c.request(&get(key.as_bytes())).await;
@@ -151,7 +154,9 @@ async fn get_del_vdel_of_a_missing_key_are_not_errors(env: Env) {
     let reply = c.request(&get(key.as_bytes())).await;
     reply.expect(NIL);
     assert_eq!(reply.property("__stat"), Some("200"));
-    c.request(&resp(&[b"DEL", key.as_bytes()])).await.expect(ZERO);
+    c.request(&resp(&[b"DEL", key.as_bytes()]))
+        .await
+        .expect(ZERO);
     c.request(&resp(&[b"VDEL", key.as_bytes(), b"v"]))
         .await
         .expect(ZERO);
@@ -165,14 +170,18 @@ async fn del_removes_and_returns_the_version(env: Env) {
     reply.expect(ONE);
     assert_eq!(reply.ts(), version);
     c.request(&get(key.as_bytes())).await.expect(NIL);
-    c.request(&resp(&[b"DEL", key.as_bytes()])).await.expect(ZERO);
+    c.request(&resp(&[b"DEL", key.as_bytes()]))
+        .await
+        .expect(ZERO);
 }
 
 async fn vdel_deletes_only_on_a_matching_value(env: Env) {
     let mut c = env.client("c").await;
     let key = unique("key");
     let version = c.request(&set(key.as_bytes(), b"mine")).await.ts();
-    let reply = c.request(&resp(&[b"VDEL", key.as_bytes(), b"theirs"])).await;
+    let reply = c
+        .request(&resp(&[b"VDEL", key.as_bytes(), b"theirs"]))
+        .await;
     reply.expect(NOT_APPLIED);
     c.request(&get(key.as_bytes())).await.expect(&bulk(b"mine"));
     let reply = c.request(&resp(&[b"VDEL", key.as_bytes(), b"mine"])).await;
@@ -190,19 +199,35 @@ async fn nx_sets_only_an_absent_key(env: Env) {
     c.request(&resp(&[b"SET", key.as_bytes(), b"second", b"NX"]))
         .await
         .expect(NOT_APPLIED);
-    c.request(&get(key.as_bytes())).await.expect(&bulk(b"first"));
+    c.request(&get(key.as_bytes()))
+        .await
+        .expect(&bulk(b"first"));
 }
 
 async fn nex_sets_an_absent_or_equal_key(env: Env) {
     let mut c = env.client("c").await;
     let lock = unique("lock");
     // The lock pattern: acquire, renew, and a rival fails.
-    c.request(&resp(&[b"SET", lock.as_bytes(), b"holder-1", b"NEX", b"PX", b"10000"]))
-        .await
-        .expect(OK);
-    c.request(&resp(&[b"SET", lock.as_bytes(), b"holder-1", b"NEX", b"PX", b"10000"]))
-        .await
-        .expect(OK);
+    c.request(&resp(&[
+        b"SET",
+        lock.as_bytes(),
+        b"holder-1",
+        b"NEX",
+        b"PX",
+        b"10000",
+    ]))
+    .await
+    .expect(OK);
+    c.request(&resp(&[
+        b"SET",
+        lock.as_bytes(),
+        b"holder-1",
+        b"NEX",
+        b"PX",
+        b"10000",
+    ]))
+    .await
+    .expect(OK);
     c.request(&resp(&[b"SET", lock.as_bytes(), b"holder-2", b"NEX"]))
         .await
         .expect(NOT_APPLIED);
@@ -279,7 +304,14 @@ async fn fencing_tokens_guard_set_del_and_vdel(env: Env) {
     let lock = unique("lock");
     let key = unique("protected");
     let token = c
-        .request(&resp(&[b"SET", lock.as_bytes(), b"me", b"NEX", b"PX", b"60000"]))
+        .request(&resp(&[
+            b"SET",
+            lock.as_bytes(),
+            b"me",
+            b"NEX",
+            b"PX",
+            b"60000",
+        ]))
         .await
         .ts();
     let token_text = hlc(token.wall_ms, token.counter, &token.node);
@@ -377,8 +409,14 @@ async fn keynotify_stop_and_stop_of_an_unobserved_key(env: Env) {
     observer.request(&stop(&stopped)).await.expect(OK);
     observer.request(&stop(&stopped)).await.expect(ZERO);
     observer.request(&observe(&still)).await.expect(OK);
-    writer.request(&set(stopped.as_bytes(), b"1")).await.expect(OK);
-    writer.request(&set(still.as_bytes(), b"2")).await.expect(OK);
+    writer
+        .request(&set(stopped.as_bytes(), b"1"))
+        .await
+        .expect(OK);
+    writer
+        .request(&set(still.as_bytes(), b"2"))
+        .await
+        .expect(OK);
     // Notifications keep the server's order: the first one is about the key still observed.
     let notice = observer.next_notification().await;
     assert_eq!(
@@ -395,9 +433,13 @@ async fn lower_case_verbs_and_options_are_accepted(env: Env) {
         .await
         .expect(OK);
     c.request(&resp(&[b"get", k])).await.expect(&bulk(b"v"));
-    c.request(&resp(&[b"Set", k, b"v", b"nex"])).await.expect(OK);
+    c.request(&resp(&[b"Set", k, b"v", b"nex"]))
+        .await
+        .expect(OK);
     c.request(&resp(&[b"keynotify", k])).await.expect(OK);
-    c.request(&resp(&[b"keynotify", k, b"stop"])).await.expect(OK);
+    c.request(&resp(&[b"keynotify", k, b"stop"]))
+        .await
+        .expect(OK);
     c.request(&resp(&[b"vdel", k, b"other"]))
         .await
         .expect(NOT_APPLIED);
@@ -435,7 +477,10 @@ async fn malformed_payloads_get_err_and_the_server_keeps_serving(env: Env) {
         (Vec::new(), "syntax error"),
         (b"*2\r\n$3\r\nGET\r\n$100\r\nk\r\n".to_vec(), "syntax error"),
         (b"*99999999999999999999999\r\n".to_vec(), "syntax error"),
-        (b"*2\r\n$99999999999999999999999\r\nGET\r\n".to_vec(), "syntax error"),
+        (
+            b"*2\r\n$99999999999999999999999\r\nGET\r\n".to_vec(),
+            "syntax error",
+        ),
         (b"*1\r\n:5\r\n".to_vec(), "syntax error"),
         (resp(&[b"FROB", b"k"]), "unknown command"),
         (resp(&[b"GET"]), "wrong number of arguments"),
@@ -491,7 +536,9 @@ async fn qos_0_and_2_requests_are_refused_with_400(env: Env) {
         send.qos = qos;
         let reply = c.request_with(&set(key.as_bytes(), b"v"), send).await;
         assert_eq!(reply.property("__stat"), Some("400"), "{qos:?}: {reply:?}");
-        assert!(reply.property("__stMsg").is_some_and(|m| m.contains("QoS 1")));
+        assert!(reply
+            .property("__stMsg")
+            .is_some_and(|m| m.contains("QoS 1")));
     }
     c.request(&get(key.as_bytes())).await.expect(NIL);
 }
@@ -552,7 +599,10 @@ async fn source_id_handling(env: Env) {
             send.properties.retain(|(name, _)| name != "__srcId");
             c.request_with(&get(key.as_bytes()), send).await.expect(NIL);
             let reply = c
-                .request_props(&resp(&[b"KEYNOTIFY", key.as_bytes()]), &[("__srcId", &observer.id)])
+                .request_props(
+                    &resp(&[b"KEYNOTIFY", key.as_bytes()]),
+                    &[("__srcId", &observer.id)],
+                )
                 .await;
             reply.expect(OK);
             observer
@@ -561,7 +611,10 @@ async fn source_id_handling(env: Env) {
                 .expect(OK);
             // The registration is the real sender's.
             let notice = c.next_notification().await;
-            assert_eq!(notice.topic, topics::notification_topic(&c.id, key.as_bytes()));
+            assert_eq!(
+                notice.topic,
+                topics::notification_topic(&c.id, key.as_bytes())
+            );
         }
         Kind::External => {
             // __srcId is the only identity there: it is required...
@@ -599,9 +652,7 @@ async fn registrations_are_dropped_when_a_client_disconnects(env: Env) {
     // its own; each round sets the key then the marker. The broker reports the disconnect
     // asynchronously, so rounds repeat (bounded) until the leaver's registration is gone.
     let mut witness = env.client("witness").await;
-    witness
-        .subscribe(&topics::notification_filter(&id))
-        .await;
+    witness.subscribe(&topics::notification_filter(&id)).await;
     let marker = unique("marker");
     witness
         .request(&resp(&[b"KEYNOTIFY", marker.as_bytes()]))
@@ -609,7 +660,10 @@ async fn registrations_are_dropped_when_a_client_disconnects(env: Env) {
         .expect(OK);
     for round in 0..200 {
         writer.request(&set(key.as_bytes(), b"v")).await.expect(OK);
-        writer.request(&set(marker.as_bytes(), b"m")).await.expect(OK);
+        writer
+            .request(&set(marker.as_bytes(), b"m"))
+            .await
+            .expect(OK);
         let first = witness.next_notification().await;
         if first.topic == topics::notification_topic(&witness.id, marker.as_bytes()) {
             return;

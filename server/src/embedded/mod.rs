@@ -70,7 +70,9 @@ pub(crate) async fn start(
     });
     if ready.wait_for(|ready| *ready).await.is_err() {
         shutdown.shutdown();
-        return Err(ServerError::Broker("the broker stopped while starting".to_owned()));
+        return Err(ServerError::Broker(
+            "the broker stopped while starting".to_owned(),
+        ));
     }
     let publisher = attachment.publisher();
     let tasks = vec![
@@ -111,9 +113,9 @@ impl Embedded {
 fn with_tls(config: BrokerConfig, files: &TlsFiles, listen: SocketAddr) -> BrokerConfig {
     install_crypto_provider();
     // TLS only: no plain TCP listener next to it.
-    config.with_bind_addresses(Vec::new()).with_tls(
-        TlsConfig::new(files.cert.clone(), files.key.clone()).with_bind_address(listen),
-    )
+    config
+        .with_bind_addresses(Vec::new())
+        .with_tls(TlsConfig::new(files.cert.clone(), files.key.clone()).with_bind_address(listen))
 }
 
 fn password_provider(credentials: &Credentials) -> Result<PasswordAuthProvider, ServerError> {

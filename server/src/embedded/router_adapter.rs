@@ -120,7 +120,10 @@ pub(crate) async fn receive(
             break;
         }
     }
-    attachment.router.unregister_client(&attachment.session_id).await;
+    attachment
+        .router
+        .unregister_client(&attachment.session_id)
+        .await;
     debug!("router adapter detached");
 }
 
@@ -186,7 +189,11 @@ impl Publisher {
                 Outbound::Publish(message) => {
                     let packet = packet(message);
                     self.router
-                        .route_message_with_deadline(&packet, Some(&self.session_id), Instant::now())
+                        .route_message_with_deadline(
+                            &packet,
+                            Some(&self.session_id),
+                            Instant::now(),
+                        )
                         .await;
                 }
                 Outbound::Disconnect(client_id) => self.router.disconnect_client(&client_id).await,
@@ -218,11 +225,13 @@ mod tests {
             topic: "clients/c/r".to_owned(),
             payload: Bytes::from_static(b"+OK\r\n"),
             correlation_data: Some(Bytes::from_static(&[0, 255])),
-            user_properties: vec![("__srcId", "c".to_owned()), ("x-mqtt-client-id", "c".to_owned())],
+            user_properties: vec![
+                ("__srcId", "c".to_owned()),
+                ("x-mqtt-client-id", "c".to_owned()),
+            ],
         };
         let mut sent = packet(message);
-        sent.properties
-            .set_response_topic("clients/c/r".to_owned());
+        sent.properties.set_response_topic("clients/c/r".to_owned());
         assert_eq!(&sent.payload[..], b"+OK\r\n");
         let request = inbound(sent);
         assert_eq!(request.qos, 1);

@@ -43,7 +43,10 @@ pub(super) async fn run(
         };
         match event {
             Ok(Event::Incoming(Packet::ConnAck(ack))) => {
-                info!(session_present = ack.session_present, "connected to the broker");
+                info!(
+                    session_present = ack.session_present,
+                    "connected to the broker"
+                );
                 backoff = BACKOFF_MIN;
                 // Subscribing on every connection also covers a session the broker lost.
                 let client = client.clone();
@@ -65,7 +68,10 @@ pub(super) async fn run(
                     }
                 } else {
                     let reason = format!("{refused:?}");
-                    error!(reason, "the broker refused the subscription to the invoke topic");
+                    error!(
+                        reason,
+                        "the broker refused the subscription to the invoke topic"
+                    );
                     if let Some(ready) = ready.take() {
                         let _ = ready.send(Err(ServerError::Subscribe(reason)));
                         return;

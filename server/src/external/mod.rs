@@ -147,7 +147,10 @@ impl External {
         };
         let _ = tokio::time::timeout(SHUTDOWN_TIMEOUT, orderly).await;
         let abort = self.event_loop.abort_handle();
-        if tokio::time::timeout(SHUTDOWN_TIMEOUT, self.event_loop).await.is_err() {
+        if tokio::time::timeout(SHUTDOWN_TIMEOUT, self.event_loop)
+            .await
+            .is_err()
+        {
             abort.abort();
         }
     }

@@ -60,7 +60,12 @@ pub(crate) fn check(request: &mut Inbound) -> Result<Accepted, Rejection> {
         });
     }
     let bad_request = |reason: String, property: Option<&str>, correlation: Option<Bytes>| {
-        let reply = OutMessage::bad_request(response_topic.clone(), correlation, reason.clone(), property);
+        let reply = OutMessage::bad_request(
+            response_topic.clone(),
+            correlation,
+            reason.clone(),
+            property,
+        );
         Err(Rejection {
             reason,
             actions: vec![Outbound::Publish(reply)],
@@ -147,7 +152,10 @@ mod tests {
         let mut r = request();
         r.response_topic = Some(topics::INVOKE_TOPIC.to_owned());
         let rejection = check(&mut r).expect_err("rejected");
-        assert_eq!(rejection.actions, vec![Outbound::Disconnect("c".to_owned())]);
+        assert_eq!(
+            rejection.actions,
+            vec![Outbound::Disconnect("c".to_owned())]
+        );
         let mut r = request();
         r.response_topic = Some("a/#".to_owned());
         assert!(check(&mut r).expect_err("rejected").actions.is_empty());
@@ -159,7 +167,10 @@ mod tests {
         r.qos = 0;
         let rejection = check(&mut r).expect_err("rejected");
         assert_eq!(status_of(&rejection).map(|s| s.0), Some("400"));
-        assert_eq!(status_of(&rejection).and_then(|s| s.1).map(|c| &c[..]), Some(&b"id"[..]));
+        assert_eq!(
+            status_of(&rejection).and_then(|s| s.1).map(|c| &c[..]),
+            Some(&b"id"[..])
+        );
 
         let mut r = request();
         r.correlation_data = None;

@@ -34,9 +34,9 @@ impl fmt::Display for IdentityProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NotStamped => f.write_str("the broker did not identify the sender"),
-            Self::MissingSourceId => {
-                f.write_str("the request has no valid __srcId user property (the sender's client id)")
-            }
+            Self::MissingSourceId => f.write_str(
+                "the request has no valid __srcId user property (the sender's client id)",
+            ),
             Self::Mismatch { source_id } => write!(
                 f,
                 "__srcId {source_id:?} does not match the client id in the response topic"
@@ -101,9 +101,18 @@ mod tests {
 
     #[test]
     fn missing_or_unusable_source_id_is_a_problem() {
-        assert_eq!(claim(None, Some("r")), Err(IdentityProblem::MissingSourceId));
-        assert_eq!(claim(Some(""), Some("r")), Err(IdentityProblem::MissingSourceId));
-        assert_eq!(claim(Some("a+"), Some("r")), Err(IdentityProblem::MissingSourceId));
+        assert_eq!(
+            claim(None, Some("r")),
+            Err(IdentityProblem::MissingSourceId)
+        );
+        assert_eq!(
+            claim(Some(""), Some("r")),
+            Err(IdentityProblem::MissingSourceId)
+        );
+        assert_eq!(
+            claim(Some("a+"), Some("r")),
+            Err(IdentityProblem::MissingSourceId)
+        );
         assert_eq!(stamped_by_broker(None), Err(IdentityProblem::NotStamped));
         assert_eq!(stamped_by_broker(Some("c".into())), Ok("c".to_owned()));
     }

@@ -7,6 +7,9 @@ use super::identity::IdentityProblem;
 
 /// What an adapter hands to the service, in the order the broker delivered it.
 #[derive(Debug)]
+// Nearly every input is a request: boxing it would cost an allocation per request to save
+// space on the rare disconnect.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Input {
     /// A PUBLISH on the invoke topic.
     Request(Inbound),

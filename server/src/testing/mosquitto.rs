@@ -29,7 +29,9 @@ impl Mosquitto {
     /// Starts a broker on a free loopback port and waits until it accepts connections.
     pub fn start() -> io::Result<Mosquitto> {
         let port = free_port()?;
-        let dir = tempfile::Builder::new().prefix("statestore-mosquitto").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("statestore-mosquitto")
+            .tempdir()?;
         write_config(dir.path(), port)?;
         let mut broker = Mosquitto {
             port,
@@ -95,7 +97,8 @@ impl Mosquitto {
     }
 
     fn failure(&self, what: String) -> io::Error {
-        let log = std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default();
+        let log =
+            std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default();
         io::Error::other(format!("{what} on port {}; its log:\n{log}", self.port))
     }
 }
@@ -118,7 +121,9 @@ fn binary() -> PathBuf {
 /// A port the OS considers free right now (it could be taken before Mosquitto binds it;
 /// the start then fails with Mosquitto's log, and a rerun picks another port).
 fn free_port() -> io::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
 }
 
 fn write_config(dir: &Path, port: u16) -> io::Result<()> {

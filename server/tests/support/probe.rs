@@ -197,7 +197,8 @@ impl Probe {
         let mut send = self.envelope();
         for (name, value) in extra {
             send.properties.retain(|(n, _)| n != name);
-            send.properties.push(((*name).to_owned(), (*value).to_owned()));
+            send.properties
+                .push(((*name).to_owned(), (*value).to_owned()));
         }
         self.request_with(payload, send).await
     }
@@ -208,7 +209,10 @@ impl Probe {
         let correlation = send.correlation.clone();
         self.publish(payload, send).await;
         let reply = self.next_reply().await;
-        assert_eq!(reply.correlation, correlation, "reply out of order: {reply:?}");
+        assert_eq!(
+            reply.correlation, correlation,
+            "reply out of order: {reply:?}"
+        );
         reply
     }
 

@@ -1,0 +1,133 @@
+//! The `statestore-server` binary: starts, prints its one ready line, serves, and exits
+//! cleanly on SIGTERM and SIGINT.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use support::wire::{bulk, resp};
+use support::{unique, Probe};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_statestore-server");
+const WAIT: Duration = Duration::from_secs(20);
+
+type Stdout = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
+
+async fn start(args: &[&str]) -> (Child, String, Stdout) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the binary starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("ready in time")
+        .expect("stdout readable")
+        .expect("a ready line");
+    (child, line, lines)
+}
+
+fn address(line: &str, kind: &str) -> std::net::SocketAddr {
+    let rest = line
+        .strip_prefix("statestore-server ready on ")
+        .unwrap_or_else(|| panic!("not a ready line: {line:?}"));
+    let addr = rest
+        .strip_suffix(&format!(" ({kind})"))
+        .unwrap_or_else(|| panic!("not a {kind} ready line: {line:?}"));
+    addr.parse().expect("an address")
+}
+
+async fn serves(addr: std::net::SocketAddr) {
+    let mut probe = Probe::connect(addr, &unique("bin")).await;
+    let key = unique("key");
+    probe
+        .request(&resp(&[b"SET", key.as_bytes(), b"v"]))
+        .await
+        .expect(b"+OK\r\n");
+    probe
+        .request(&resp(&[b"GET", key.as_bytes()]))
+        .await
+        .expect(&bulk(b"v"));
+}
+
+async fn stops_cleanly_on(mut child: Child, mut stdout: Stdout, signal: libc::c_int) {
+    let pid = child.id().expect("running") as libc::pid_t;
+    // SAFETY: kill(2) with the pid of our own child process and a valid signal number.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .expect("exits in time")
+        .expect("wait");
+    assert!(status.success(), "exit status {status}");
+    // The ready line was the only line on stdout.
+    assert_eq!(stdout.next_line().await.expect("stdout readable"), None);
+}
+
+#[tokio::test]
+async fn embedded_binary_serves_and_stops_on_sigterm() {
+    let (child, line, stdout) = start(&["--listen", "127.0.0.1:0", "--log-level", "warn"]).await;
+    serves(address(&line, "embedded broker")).await;
+    stops_cleanly_on(child, stdout, libc::SIGTERM).await;
+}
+
+#[tokio::test]
+async fn external_binary_serves_and_stops_on_sigint() {
+    let broker = statestore_server::testing::Mosquitto::start().expect("mosquitto");
+    let url = format!("mqtt://127.0.0.1:{}", broker.port());
+    let (child, line, stdout) = start(&[
+        "--broker",
+        &url,
+        "--max-keys",
+        "10",
+        "--max-clock-skew",
+        "30s",
+    ])
+    .await;
+    let addr = address(&line, "external broker");
+    assert_eq!(addr, broker.addr());
+    serves(addr).await;
+    stops_cleanly_on(child, stdout, libc::SIGINT).await;
+}
+
+#[tokio::test]
+async fn help_documents_every_option_and_bad_options_fail() {
+    let output = Command::new(BIN)
+        .arg("--help")
+        .output()
+        .await
+        .expect("runs");
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for option in [
+        "--listen",
+        "--broker",
+        "--max-keys",
+        "--max-clock-skew",
+        "--log-level",
+        "--tls-cert",
+        "--tls-key",
+        "--username",
+        "--password",
+        "--max-packet-size",
+    ] {
+        assert!(help.contains(option), "--help lacks {option}:\n{help}");
+    }
+    for bad in [
+        &["--max-clock-skew", "soon"][..],
+        &["--listen", "nowhere"],
+        &["--tls-cert", "c.pem"],
+        &["--broker", "mqtts://h:1"],
+        &["--username", "u"],
+    ] {
+        let output = Command::new(BIN).args(bad).output().await.expect("runs");
+        assert!(!output.status.success(), "{bad:?} was accepted");
+        assert!(output.stdout.is_empty(), "{bad:?} printed a ready line");
+    }
+}

@@ -24,6 +24,8 @@ struct Control {
     /// While set, bytes from the client are read and dropped instead of forwarded.
     swallowing: AtomicBool,
     swallowed: AtomicU64,
+    /// While set, new connections are closed at once (the broker looks down).
+    refusing: AtomicBool,
     accepted: AtomicU64,
     changed: Notify,
 }
@@ -38,6 +40,7 @@ impl Proxy {
             cuts: watch::Sender::new(0),
             swallowing: AtomicBool::new(false),
             swallowed: AtomicU64::new(0),
+            refusing: AtomicBool::new(false),
             accepted: AtomicU64::new(0),
             changed: Notify::new(),
         });
@@ -69,6 +72,11 @@ impl Proxy {
         self.control.swallowing.store(on, Ordering::SeqCst);
     }
 
+    /// Closes new connections at once (`true`) or serves them again (`false`).
+    pub fn refuse(&self, on: bool) {
+        self.control.refusing.store(on, Ordering::SeqCst);
+    }
+
     /// Waits until at least `bytes` bytes have been swallowed.
     pub async fn swallowed_at_least(&self, bytes: u64) {
         self.wait(|c| c.swallowed.load(Ordering::SeqCst) >= bytes)
@@ -79,6 +87,11 @@ impl Proxy {
     pub async fn accepted_at_least(&self, count: u64) {
         self.wait(|c| c.accepted.load(Ordering::SeqCst) >= count)
             .await;
+    }
+
+    /// Bytes swallowed so far.
+    pub fn swallowed(&self) -> u64 {
+        self.control.swallowed.load(Ordering::SeqCst)
     }
 
     /// Connections accepted so far.
@@ -106,6 +119,9 @@ impl Drop for Proxy {
 
 async fn accept(listener: TcpListener, control: Arc<Control>) {
     while let Ok((client, _)) = listener.accept().await {
+        if control.refusing.load(Ordering::SeqCst) {
+            continue; // Dropping the socket closes it.
+        }
         let Ok(upstream) = TcpStream::connect(control.upstream).await else {
             continue; // Upstream down: the client sees its connection closed.
         };

@@ -1,0 +1,203 @@
+//! Connection faults: requests lost with a session, sessions resumed, observations resynced
+//! after a cut connection and after a broker restart, calls during an outage.
+
+mod support;
+
+use std::time::Duration;
+
+use statestore::{Client, Error, KeyEvent, Observation, SetOptions};
+use statestore_server::testing::{self, Mosquitto};
+use support::proxy::Proxy;
+
+fn set() -> SetOptions {
+    SetOptions::default()
+}
+
+/// An embedded server, a proxy in front of it, and a writer client connected directly.
+async fn behind_proxy() -> (statestore_server::Server, Proxy, Client) {
+    let server = testing::embedded().await;
+    let proxy = Proxy::start(server.local_addr()).await;
+    let writer = support::client(&server).await;
+    (server, proxy, writer)
+}
+
+/// Skips `Set`/`Delete` events until the next `Resynced`, and returns its value.
+async fn next_resync(observation: &mut Observation) -> Option<bytes::Bytes> {
+    loop {
+        match observation.next().await {
+            Some(KeyEvent::Resynced { value }) => return value.map(|v| v.value),
+            Some(_) => continue,
+            None => panic!("the observation ended instead of resyncing"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_session_writes_fail_as_lost_and_reads_are_retried() {
+    let (_server, proxy, writer) = behind_proxy().await;
+    let mut options = support::options(proxy.addr());
+    options.session_expiry = Duration::ZERO; // The broker forgets the session at once.
+    let client = Client::connect(options).await.unwrap();
+    writer.set("k", "before", set()).await.unwrap();
+
+    proxy.swallow(true);
+    let write = tokio::spawn({
+        let client = client.clone();
+        async move { client.set("k", "lost", set()).await }
+    });
+    proxy.swallowed_at_least(1).await;
+    let swallowed_write = proxy.swallowed();
+    let read = tokio::spawn({
+        let client = client.clone();
+        async move { client.get("k").await }
+    });
+    proxy.swallowed_at_least(swallowed_write + 1).await;
+    proxy.swallow(false);
+    proxy.cut();
+
+    let lost = write.await.unwrap().unwrap_err();
+    assert_eq!(lost, Error::ConnectionLost);
+    assert!(lost.outcome_unknown());
+    let value = read.await.unwrap().unwrap().unwrap();
+    assert_eq!(
+        value.value, "before",
+        "the read was sent again and answered"
+    );
+    // The client is usable after the reconnect.
+    assert!(client.set("k", "after", set()).await.unwrap().applied);
+    assert_eq!(writer.get("k").await.unwrap().unwrap().value, "after");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_resumed_session_a_write_in_flight_completes() {
+    let (_server, proxy, writer) = behind_proxy().await;
+    let client = Client::connect(support::options(proxy.addr()).client_id("resumer"))
+        .await
+        .unwrap();
+    proxy.swallow(true);
+    let write = tokio::spawn({
+        let client = client.clone();
+        async move { client.set("k", "resent", set()).await }
+    });
+    proxy.swallowed_at_least(1).await;
+    proxy.swallow(false);
+    proxy.cut();
+    // rumqttc re-sends the unacknowledged PUBLISH on the resumed session.
+    assert!(write.await.unwrap().unwrap().applied);
+    assert_eq!(writer.get("k").await.unwrap().unwrap().value, "resent");
+    assert!(proxy.accepted() >= 2, "it did reconnect");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observations_resync_after_a_cut_and_report_changes_made_meanwhile() {
+    let (_server, proxy, writer) = behind_proxy().await;
+    let client = Client::connect(support::options(proxy.addr()))
+        .await
+        .unwrap();
+    let mut first = client.observe("k").await.unwrap();
+    let mut second = client.observe("k").await.unwrap();
+    let mut absent = client.observe("absent").await.unwrap();
+    writer.set("k", "v1", set()).await.unwrap();
+    assert!(matches!(first.next().await, Some(KeyEvent::Set { .. })));
+
+    proxy.refuse(true);
+    proxy.cut();
+    writer.set("k", "changed while away", set()).await.unwrap();
+    proxy.refuse(false);
+
+    assert_eq!(next_resync(&mut first).await.unwrap(), "changed while away");
+    assert_eq!(
+        next_resync(&mut second).await.unwrap(),
+        "changed while away"
+    );
+    assert_eq!(next_resync(&mut absent).await, None);
+    // Re-registered: later changes are notified again.
+    writer.set("k", "v3", set()).await.unwrap();
+    loop {
+        match first.next().await {
+            Some(KeyEvent::Set { value, .. }) if value == "v3" => break,
+            Some(_) => continue,
+            None => panic!("observation ended"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observations_resync_after_a_broker_restart() {
+    let (mut broker, _server) = testing::on_mosquitto().await;
+    let client = Client::connect(support::quick(broker.addr()))
+        .await
+        .unwrap();
+    let writer = Client::connect(support::quick(broker.addr()))
+        .await
+        .unwrap();
+    let mut changes = client.observe("k").await.unwrap();
+    writer.set("k", "v1", set()).await.unwrap();
+    assert!(matches!(changes.next().await, Some(KeyEvent::Set { .. })));
+
+    let _broker = tokio::task::spawn_blocking(move || {
+        broker.restart().expect("restart mosquitto");
+        broker
+    })
+    .await
+    .unwrap();
+
+    // The state store (external mode) kept its data; our registration was lost with the
+    // broker and is restored.
+    assert_eq!(next_resync(&mut changes).await.unwrap(), "v1");
+    let rewrite = loop {
+        // The writer may still be reconnecting: its first attempts can time out.
+        match writer.set("k", "v2", set()).await {
+            Ok(result) => break result,
+            Err(error) if error.outcome_unknown() => continue,
+            Err(error) => panic!("{error}"),
+        }
+    };
+    assert!(rewrite.applied);
+    loop {
+        match changes.next().await {
+            Some(KeyEvent::Set { value, .. }) if value == "v2" => break,
+            Some(_) => continue,
+            None => panic!("observation ended"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_during_an_outage_time_out_and_work_again_after_it() {
+    let (_server, proxy, _writer) = behind_proxy().await;
+    let client = Client::connect(support::options(proxy.addr()))
+        .await
+        .unwrap();
+    proxy.refuse(true);
+    proxy.cut();
+    let timeout = Duration::from_millis(300);
+    assert_eq!(
+        client.get_with_timeout("k", Some(timeout)).await,
+        Err(Error::Timeout(timeout))
+    );
+    assert_eq!(
+        client.set("k", "v", set().timeout(timeout)).await.map(drop),
+        Err(Error::Timeout(timeout))
+    );
+    proxy.refuse(false);
+    // Within the default timeout the client reconnects (backoff) and the call goes through.
+    assert!(client.set("k", "v", set()).await.unwrap().applied);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_during_an_outage_is_prompt() {
+    let broker = Mosquitto::start().unwrap();
+    let proxy = Proxy::start(broker.addr()).await;
+    let client = Client::connect(support::options(proxy.addr()))
+        .await
+        .unwrap();
+    proxy.refuse(true);
+    proxy.cut();
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.get("k").await }
+    });
+    client.close().await.unwrap();
+    assert_eq!(call.await.unwrap(), Err(Error::Closed));
+}

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use rumqttc::v5::mqttbytes::v5::{Packet, Publish, PublishProperties, SubAck, SubscribeReasonCode};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::{AsyncClient, Event, MqttOptions};
-use rumqttc::{NetworkOptions, Outgoing};
+use rumqttc::{NetworkOptions, Outgoing, Transport};
 use statestore::protocol::topics;
 use tokio::sync::{mpsc, oneshot};
 
@@ -69,6 +69,15 @@ pub struct Send {
     pub properties: Vec<(String, String)>,
 }
 
+/// How a probe logs in.
+#[derive(Debug, Clone, Default)]
+pub struct Login {
+    /// User name and password.
+    pub credentials: Option<(String, String)>,
+    /// TLS with this CA certificate (PEM).
+    pub tls_ca: Option<Vec<u8>>,
+}
+
 /// A connected client subscribed to its response topic and its notification topics.
 pub struct Probe {
     pub id: String,
@@ -81,10 +90,24 @@ pub struct Probe {
 
 impl Probe {
     pub async fn connect(addr: SocketAddr, id: &str) -> Probe {
+        Self::connect_with(addr, id, &Login::default())
+            .await
+            .unwrap_or_else(|error| panic!("{id} cannot connect to {addr}: {error}"))
+    }
+
+    /// Connects with credentials and/or TLS; returns the connection error instead of
+    /// panicking.
+    pub async fn connect_with(addr: SocketAddr, id: &str, login: &Login) -> Result<Probe, String> {
         let mut options = MqttOptions::new(id, addr.ip().to_string(), addr.port());
         options
             .set_keep_alive(Duration::from_secs(30))
             .set_max_packet_size(Some(8 * 1024 * 1024));
+        if let Some((user, password)) = &login.credentials {
+            options.set_credentials(user.clone(), password.clone());
+        }
+        if let Some(ca) = &login.tls_ca {
+            options.set_transport(Transport::tls(ca.clone(), None, None));
+        }
         let mut network = NetworkOptions::new();
         network.set_tcp_nodelay(true);
         options.set_network_options(network);
@@ -93,9 +116,16 @@ impl Probe {
         let (notifications_tx, notifications) = mpsc::unbounded_channel();
         let (subacks_tx, subacks) = mpsc::unbounded_channel();
         let (lost_tx, lost) = oneshot::channel();
+        let (connected_tx, connected) = oneshot::channel();
         tokio::spawn(async move {
+            let mut connected_tx = Some(connected_tx);
             loop {
                 match event_loop.poll().await {
+                    Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                        if let Some(tx) = connected_tx.take() {
+                            let _ = tx.send(Ok(()));
+                        }
+                    }
                     Ok(Event::Incoming(Packet::Publish(publish))) => {
                         let reply = Reply::from(publish);
                         let to = if reply.topic.starts_with(topics::NOTIFY_PREFIX) {
@@ -115,12 +145,23 @@ impl Probe {
                     Ok(_) => {}
                     Err(error) => {
                         // No reconnect: a probe that lost its connection stays down.
-                        let _ = lost_tx.send(error.to_string());
+                        match connected_tx.take() {
+                            Some(tx) => {
+                                let _ = tx.send(Err(error.to_string()));
+                            }
+                            None => {
+                                let _ = lost_tx.send(error.to_string());
+                            }
+                        }
                         return;
                     }
                 }
             }
         });
+        tokio::time::timeout(WAIT, connected)
+            .await
+            .map_err(|_| "no CONNACK in time".to_owned())?
+            .map_err(|_| "event loop gone".to_owned())??;
         let mut probe = Probe {
             id: id.to_owned(),
             client,
@@ -131,7 +172,7 @@ impl Probe {
         };
         probe.subscribe(&topics::response_topic(id)).await;
         probe.subscribe(&topics::notification_filter(id)).await;
-        probe
+        Ok(probe)
     }
 
     /// Subscribes and waits for a successful SUBACK.

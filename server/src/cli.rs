@@ -38,9 +38,10 @@ pub struct ServeArgs {
     pub max_clock_skew: Duration,
 
     /// Log filter: a level (`error`, `warn`, `info`, `debug`, `trace`) or a tracing filter
-    /// such as `info,mqtt5=warn`. Logs go to stderr. Rejected requests are logged at `warn`,
-    /// requests answered with `-ERR` at `info`.
-    #[arg(long, value_name = "FILTER", default_value = "info")]
+    /// such as `debug,mqtt5=info`. Logs go to stderr. Rejected requests are logged at
+    /// `warn`, requests answered with `-ERR` at `info`. The default keeps the embedded
+    /// broker's per-connection messages out.
+    #[arg(long, value_name = "FILTER", default_value = "info,mqtt5=warn")]
     pub log_level: String,
 
     /// Serve MQTT over TLS with this certificate chain (PEM); needs --tls-key. Embedded

@@ -257,6 +257,23 @@ impl Probe {
         reply
     }
 
+    /// Sends with the standard envelope; the reply, or `None` if none came within `wait`.
+    /// Replies to earlier unanswered attempts are skipped.
+    pub async fn try_request(&mut self, payload: &[u8], wait: Duration) -> Option<Reply> {
+        let send = self.envelope();
+        let correlation = send.correlation.clone();
+        self.publish(payload, send).await;
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let reply = tokio::time::timeout_at(deadline, self.replies.recv())
+                .await
+                .ok()??;
+            if reply.correlation == correlation {
+                return Some(reply);
+            }
+        }
+    }
+
     pub async fn next_reply(&mut self) -> Reply {
         tokio::time::timeout(WAIT, self.replies.recv())
             .await

@@ -93,7 +93,9 @@ impl Observation {
         if let Some(event) = self.try_next()? {
             return Ok(Some(event));
         }
-        match runtime::block_on(tokio::time::timeout(timeout, self.events.recv()))? {
+        // The timer must be created inside the runtime, hence the async block.
+        let events = &mut self.events;
+        match runtime::block_on(async { tokio::time::timeout(timeout, events.recv()).await })? {
             Ok(Some(event)) => Ok(Some(event)),
             Ok(None) => Err(Error::Closed),
             Err(_) => Ok(None),

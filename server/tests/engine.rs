@@ -214,6 +214,18 @@ fn set_version_is_greater_than_the_request_timestamp_and_monotonic() {
 }
 
 #[test]
+fn a_maximal_request_counter_cannot_wedge_the_server_clock() {
+    let mut store = Store::new();
+    let req = store
+        .req(&[b"SET", b"k", b"v"])
+        .ts(&hlc(NOW, u64::MAX, "c"));
+    let first = version(&store.send(req));
+    assert_eq!(first.to_string(), hlc(NOW + 1, 0, "StateStore"));
+    let second = version(&store.set(b"k", b"w"));
+    assert!(second > first);
+}
+
+#[test]
 fn set_version_uses_the_configured_node_id() {
     let mut store = Store::with_config(EngineConfig {
         node_id: "node-7".into(),

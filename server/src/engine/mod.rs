@@ -8,7 +8,21 @@
 //! timer calls [`Engine::expire`] at [`Engine::next_expiry`] so that keys also go, and observers
 //! hear of it, when no request arrives.
 //!
-//! Keys and values are stored as the [`Bytes`] slices of the request payload, without copying.
+//! Keys and values are stored as the [`Bytes`] slices of the request payload, without copying
+//! (a stored slice keeps its payload's buffer alive).
+//!
+//! Choices where the protocol document is silent:
+//! - `__ts` is validated (and merged into the server clock) on every verb that carries it;
+//!   only SET requires it. `__ft` is validated on SET, DEL and VDEL only; GET and KEYNOTIFY
+//!   ignore it.
+//! - A write is checked in this order, the first failure answering: `__ts`, `__ft`, the key's
+//!   fencing token, the NX/NEX or VDEL value condition, the quota. Any failure changes no key,
+//!   so the token of a SET whose condition failed is not stored.
+//! - Responses carry the key's version whenever the key exists (a failed NX/NEX or VDEL
+//!   mismatch included, and KEYNOTIFY); errors carry none. A DELETE notice carries a fresh
+//!   version from the server clock, so observers see deletions ordered after the last SET.
+//! - The server clock never fails: a request counter at its maximum moves the clock's wall
+//!   time on by 1 ms instead of overflowing.
 
 mod clock;
 mod expiry;

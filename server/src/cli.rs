@@ -1,5 +1,6 @@
 //! The `statestore-server` command line, reusable by other binaries (`statestore serve`).
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -155,6 +156,7 @@ pub fn init_logging(filter: &str) -> Result<(), ServerError> {
         .map_err(|e| ServerError::Config(format!("--log-level {filter:?}: {e}")))?;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init()
         .map_err(|e| ServerError::Config(format!("cannot set up logging: {e}")))

@@ -5,8 +5,9 @@ mod support;
 use std::net::SocketAddr;
 
 use statestore_server::{Credentials, Mode, Server, ServerConfig, TlsFiles};
+use support::probe::Login;
 use support::wire::{bulk, resp};
-use support::{unique, Login, Probe};
+use support::{unique, Probe};
 
 fn credentials() -> Credentials {
     Credentials {
@@ -42,7 +43,9 @@ async fn embedded_broker_with_a_password_refuses_anonymous_and_wrong_logins() {
         credentials: Some(("alice".to_owned(), "guess".to_owned())),
         ..Login::default()
     };
-    assert!(Probe::connect_with(addr, &unique("wrong"), &wrong).await.is_err());
+    assert!(Probe::connect_with(addr, &unique("wrong"), &wrong)
+        .await
+        .is_err());
     let right = Login {
         credentials: Some(("alice".to_owned(), "s3cret".to_owned())),
         ..Login::default()
@@ -56,11 +59,9 @@ async fn embedded_broker_with_a_password_refuses_anonymous_and_wrong_logins() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_broker_serves_over_tls() {
-    let certified = rcgen::generate_simple_self_signed(vec![
-        "localhost".to_owned(),
-        "127.0.0.1".to_owned(),
-    ])
-    .expect("certificate");
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .expect("certificate");
     let dir = tempfile::tempdir().expect("temp dir");
     let cert = dir.path().join("cert.pem");
     let key = dir.path().join("key.pem");

@@ -63,11 +63,11 @@ impl Actor {
         let accepted = match envelope::check(&mut request) {
             Ok(accepted) => accepted,
             Err(rejection) => {
-                warn!(
-                    identity = ?request.identity,
-                    reason = rejection.reason,
-                    "rejected request"
-                );
+                let sender = match &request.identity {
+                    Ok(client_id) => client_id.as_str(),
+                    Err(_) => "<unknown>",
+                };
+                warn!(sender, reason = rejection.reason, "rejected request");
                 for action in rejection.actions {
                     self.send(action).await;
                 }

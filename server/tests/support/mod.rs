@@ -8,7 +8,7 @@ pub mod wire;
 use statestore_server::testing::{self, Mosquitto};
 use statestore_server::{EngineConfig, Mode, Server, ServerConfig};
 
-pub use probe::{Login, Probe};
+pub use probe::Probe;
 
 /// The two ways the server runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

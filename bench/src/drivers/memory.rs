@@ -1,0 +1,95 @@
+//! The long run: the async client through many operations while the process's resident
+//! memory is sampled, to show whether it stays flat.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::drivers::client::{self, Workload};
+use crate::gate::Gate;
+use crate::measure::{Figures, Recorder};
+use crate::window::{self, Plan};
+
+/// How often resident memory is sampled.
+const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Resident memory over the measured operations.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryTrace {
+    /// (operations done, resident MiB) pairs, in order.
+    pub samples: Vec<(u64, f64)>,
+    /// Resident MiB at the first sample (after the warm-up).
+    pub start_mb: f64,
+    /// Resident MiB at the last sample.
+    pub end_mb: f64,
+    /// Growth from the first to the last sample, MiB.
+    pub growth_mb: f64,
+    /// Growth over the second half of the operations, MiB: the steady-state trend.
+    pub second_half_growth_mb: f64,
+}
+
+impl MemoryTrace {
+    fn new(samples: Vec<(u64, f64)>) -> Option<Self> {
+        let &(_, start_mb) = samples.first()?;
+        let &(last_ops, end_mb) = samples.last()?;
+        let &(_, middle_mb) = samples.iter().find(|(ops, _)| *ops >= last_ops / 2)?;
+        Some(Self {
+            start_mb,
+            end_mb,
+            growth_mb: end_mb - start_mb,
+            second_half_growth_mb: end_mb - middle_mb,
+            samples,
+        })
+    }
+}
+
+/// Runs `workload` for `plan.op_cap` operations with the async client, sampling memory.
+pub async fn run(
+    addr: SocketAddr,
+    workload: Workload,
+    plan: Plan,
+    service_pid: Option<u32>,
+) -> Result<(Figures, Option<MemoryTrace>), String> {
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let sink = samples.clone();
+    let figures = window::measure(plan, service_pid, move |gate: Arc<Gate>| async move {
+        let sampler = sample(gate.clone(), sink);
+        let (recorder, ()) = tokio::join!(client::run_async(addr, workload, gate), sampler);
+        recorder.map(|r: Recorder| r)
+    })
+    .await?;
+    let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
+    Ok((figures, MemoryTrace::new(samples)))
+}
+
+async fn sample(gate: Arc<Gate>, sink: Arc<Mutex<Vec<(u64, f64)>>>) {
+    let mut ticks = tokio::time::interval(SAMPLE_INTERVAL);
+    while !gate.is_stopped() {
+        ticks.tick().await;
+        let ops = gate.measured();
+        if ops == 0 {
+            continue;
+        }
+        if let Some(rss) = crate::resources::current_rss() {
+            let mb = rss as f64 / (1024.0 * 1024.0);
+            sink.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((ops, mb));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_is_measured_from_the_first_sample_and_over_the_second_half() {
+        let trace = MemoryTrace::new(vec![(10, 20.0), (50, 21.0), (100, 21.5)]).expect("trace");
+        assert_eq!(trace.growth_mb, 1.5);
+        assert_eq!(trace.second_half_growth_mb, 0.5);
+        assert!(MemoryTrace::new(Vec::new()).is_none());
+    }
+}

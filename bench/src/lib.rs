@@ -1,0 +1,26 @@
+//! `statestore-bench`: measures the state store client and server against the raw MQTT 5
+//! request/response floor, the same way every time.
+//!
+//! - [`matrix`] lists the scenarios of a [`profile`] ([`scenario`] names them);
+//! - [`runner`] runs each one: the service side ([`service`]: broker, [`echo`] responder or
+//!   state store server) in a child process, the load ([`drivers`]) in this one, phases by
+//!   the [`gate`] and [`window`], figures by [`measure`] and [`resources`];
+//! - [`report`] writes the table, `latest.json`, `latest.svg` and the target checks.
+//!
+//! [`wire`] and [`mqtt`] hold what the raw requester and the echo responder put on the wire.
+#![warn(missing_docs)]
+
+pub mod drivers;
+pub mod echo;
+pub mod gate;
+pub mod matrix;
+pub mod measure;
+pub mod mqtt;
+pub mod profile;
+pub mod report;
+pub mod resources;
+pub mod runner;
+pub mod scenario;
+pub mod service;
+pub mod window;
+pub mod wire;

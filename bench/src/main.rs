@@ -1,0 +1,178 @@
+//! `statestore-bench`: the benchmark harness. See `--help` and bench/README.md.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use clap::{Parser, Subcommand};
+use statestore_bench::matrix;
+use statestore_bench::profile::Profile;
+use statestore_bench::report::{self, chart, json, table, targets};
+use statestore_bench::runner::{self, RunConfig};
+use statestore_bench::service::{self, Responder, ServiceSpec};
+
+/// What the figures include, written into latest.json.
+const NOTES: [&str; 6] = [
+    "ops_per_sec: measured operations / time from the end of the warm-up to the last measured answer",
+    "p50_us, p99_us: per-operation latency from sending the request to checking the answer (hdrhistogram)",
+    "cpu_us_per_op: user+system CPU of the measuring process (requester or client only: the broker, echo responder and server run in a child process) / operations",
+    "service_cpu_us_per_op: CPU of that child process (embedded broker + echo responder or server; on Mosquitto, without Mosquitto's own CPU) / operations, clock-tick resolution",
+    "peak_rss_mb: VmHWM of the measuring process, reset before each scenario; service_peak_rss_mb: VmHWM of the child",
+    "floor: the same requester with the client's properties and a SET payload of the value size, echoed back (the value travels both ways)",
+];
+
+/// Measures the state store client and server against the raw MQTT 5 request/response
+/// floor and writes a table, results/latest.json and results/latest.svg.
+#[derive(Debug, Parser)]
+#[command(name = "statestore-bench")]
+struct Cli {
+    /// The whole matrix in under two minutes (short phases, no 64 KiB x 256, no memory run).
+    #[arg(long)]
+    quick: bool,
+    /// A handful of operations per scenario: checks that everything runs, not how fast.
+    #[arg(long, conflicts_with = "quick")]
+    smoke: bool,
+    /// Only scenarios whose name contains this text (their floors run too), e.g. `async/get`.
+    #[arg(long, value_name = "NAME")]
+    filter: Option<String>,
+    /// Where latest.json and latest.svg go.
+    #[arg(long, value_name = "DIR", default_value_os_t = default_out())]
+    out: PathBuf,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Internal: the service side of a scenario, in a child process.
+    #[command(hide = true)]
+    Serve {
+        /// What answers the requests.
+        #[arg(long, value_enum)]
+        responder: Responder,
+        /// An external broker; the embedded one when absent.
+        #[arg(long)]
+        broker: Option<std::net::SocketAddr>,
+    },
+}
+
+fn default_out() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results")
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Some(Command::Serve { responder, broker }) => serve(ServiceSpec { responder, broker }),
+        None => bench(&cli),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("statestore-bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(spec: ServiceSpec) -> Result<ExitCode, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("bench-service")
+        .build()
+        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?
+        .block_on(service::serve(spec))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bench(cli: &Cli) -> Result<ExitCode, String> {
+    let profile = if cli.smoke {
+        Profile::smoke()
+    } else if cli.quick {
+        Profile::quick()
+    } else {
+        Profile::full()
+    };
+    let scenarios = matrix::scenarios(&profile, cli.filter.as_deref());
+    if scenarios.is_empty() {
+        return Err(format!("no scenario matches {:?}", cli.filter));
+    }
+    let config = RunConfig {
+        profile: profile.clone(),
+        service_exe: std::env::current_exe()
+            .map_err(|e| format!("cannot find this program's path: {e}"))?,
+    };
+    let load_at_start = json::load_average();
+    eprintln!(
+        "statestore-bench: {} profile, {} scenarios, load average {}",
+        profile.name,
+        scenarios.len(),
+        load_at_start.as_deref().unwrap_or("?")
+    );
+    let started = Instant::now();
+    let total = scenarios.len();
+    let mut done = 0;
+    let mut results = runner::run(&config, &scenarios, |result| {
+        done += 1;
+        eprintln!(
+            "[{done:>3}/{total}] {:<34} {:>10.0} ops/s  p50 {:>8.1} µs{}",
+            result.name,
+            result.ops_per_sec,
+            result.p50_us,
+            result
+                .error
+                .as_ref()
+                .map(|e| format!("  FAILED: {e}"))
+                .unwrap_or_default()
+        );
+    })?;
+    report::compare_with_floor(&mut results);
+    let checks = targets::evaluate(&results);
+    println!("{}", table::render(&results));
+    println!("Targets:");
+    for check in &checks {
+        println!("  {}", check.line());
+    }
+    std::fs::create_dir_all(&cli.out)
+        .map_err(|e| format!("cannot create {}: {e}", cli.out.display()))?;
+    let machine = json::Machine {
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_at_start,
+        load_at_end: json::load_average(),
+    };
+    let json_path = cli.out.join("latest.json");
+    json::write(
+        &json_path,
+        &json::Document {
+            profile: profile.name,
+            finished_unix_s: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            machine: machine.clone(),
+            notes: &NOTES,
+            scenarios: &results,
+            targets: &checks,
+        },
+    )?;
+    let svg_path = cli.out.join("latest.svg");
+    let title = format!(
+        "statestore: floor vs clients ({} profile, {} CPUs, load {})",
+        profile.name,
+        machine.cpus,
+        machine.load_at_start.as_deref().unwrap_or("?")
+    );
+    chart::write(&svg_path, &results, &title)?;
+    println!(
+        "\n{} scenarios in {:.0} s; wrote {} and {}",
+        results.len(),
+        started.elapsed().as_secs_f64(),
+        json_path.display(),
+        svg_path.display()
+    );
+    let failed = results.iter().filter(|r| !r.ok()).count();
+    if failed > 0 {
+        eprintln!("statestore-bench: {failed} scenarios failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

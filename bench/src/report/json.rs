@@ -1,0 +1,54 @@
+//! `latest.json`: the run's settings, every scenario and the target checks.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::targets::TargetCheck;
+use super::ScenarioResult;
+
+/// The whole document.
+#[derive(Debug, Serialize)]
+pub struct Document<'a> {
+    /// `full`, `quick` or `smoke`.
+    pub profile: &'a str,
+    /// When the run ended, seconds since the Unix epoch.
+    pub finished_unix_s: u64,
+    /// Conditions of the run (machine, load).
+    pub machine: Machine,
+    /// What the figures include.
+    pub notes: &'a [&'a str],
+    /// One object per scenario.
+    pub scenarios: &'a [ScenarioResult],
+    /// The targets of issue 7.
+    pub targets: &'a [TargetCheck],
+}
+
+/// The machine the figures were taken on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// `/proc/loadavg` at the start of the run.
+    pub load_at_start: Option<String>,
+    /// `/proc/loadavg` at the end of the run.
+    pub load_at_end: Option<String>,
+}
+
+/// The current 1/5/15 minute load averages.
+pub fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(
+        text.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+/// Writes `document` to `path` (pretty-printed).
+pub fn write(path: &Path, document: &Document<'_>) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(document)
+        .map_err(|e| format!("cannot encode the results: {e}"))?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

@@ -1,0 +1,191 @@
+//! What a run produces: one [`ScenarioResult`] per scenario, compared with the floor, written
+//! as a table, JSON and a chart, and checked against the targets.
+
+pub mod chart;
+pub mod json;
+pub mod table;
+pub mod targets;
+
+use serde::Serialize;
+
+use crate::drivers::memory::MemoryTrace;
+use crate::measure::Figures;
+use crate::scenario::{Broker, Kind, Op, Scenario};
+
+/// The figures of one scenario, as written to `latest.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioResult {
+    /// `kind/op/size[/in_flight/broker]`.
+    pub name: String,
+    /// What was measured.
+    pub kind: Kind,
+    /// Which request.
+    pub op: Op,
+    /// Value size in bytes.
+    pub value_size: usize,
+    /// Requests in flight.
+    pub in_flight: usize,
+    /// The broker (none for the engine).
+    pub broker: Option<Broker>,
+    /// Measured operations that succeeded.
+    pub ops: u64,
+    /// Failed operations.
+    pub errors: u64,
+    /// Why the scenario failed, if it did.
+    pub error: Option<String>,
+    /// Measuring time, seconds.
+    pub elapsed_s: f64,
+    /// Operations per second.
+    pub ops_per_sec: f64,
+    /// Median latency, microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: f64,
+    /// Largest latency, microseconds.
+    pub max_us: f64,
+    /// CPU time of the measuring process (requester or client only) per operation, µs.
+    pub cpu_us_per_op: f64,
+    /// CPU time of the service-side process (embedded broker, echo responder or server) per
+    /// operation, µs; Mosquitto's own CPU is not included.
+    pub service_cpu_us_per_op: Option<f64>,
+    /// Peak resident memory of the measuring process during the scenario, MiB.
+    pub peak_rss_mb: Option<f64>,
+    /// Peak resident memory of the service-side process, MiB.
+    pub service_peak_rss_mb: Option<f64>,
+    /// Throughput divided by the floor's at the same size, in flight and broker.
+    pub ratio_to_floor: Option<f64>,
+    /// Median latency minus the floor's, microseconds.
+    pub p50_delta_us: Option<f64>,
+    /// The memory trace of the long-run scenario.
+    pub memory: Option<MemoryTrace>,
+    #[serde(skip)]
+    scenario: Scenario,
+}
+
+impl ScenarioResult {
+    /// The result of a scenario that ran (possibly with failed operations).
+    pub fn measured(scenario: Scenario, figures: Figures) -> Self {
+        let mut result = Self::empty(scenario);
+        result.ops = figures.ops;
+        result.errors = figures.errors;
+        result.error = figures.first_error;
+        result.elapsed_s = figures.elapsed.as_secs_f64();
+        result.ops_per_sec = figures.ops_per_sec;
+        result.p50_us = figures.p50_us;
+        result.p99_us = figures.p99_us;
+        result.max_us = figures.max_us;
+        result.cpu_us_per_op = figures.cpu_us_per_op;
+        result.service_cpu_us_per_op = figures.service_cpu_us_per_op;
+        result
+    }
+
+    /// The result of a scenario that could not run.
+    pub fn failed(scenario: Scenario, error: String) -> Self {
+        let mut result = Self::empty(scenario);
+        result.error = Some(error);
+        result
+    }
+
+    fn empty(scenario: Scenario) -> Self {
+        Self {
+            name: scenario.name(),
+            kind: scenario.kind,
+            op: scenario.op,
+            value_size: scenario.value_size,
+            in_flight: scenario.in_flight,
+            broker: scenario.broker,
+            ops: 0,
+            errors: 0,
+            error: None,
+            elapsed_s: 0.0,
+            ops_per_sec: 0.0,
+            p50_us: 0.0,
+            p99_us: 0.0,
+            max_us: 0.0,
+            cpu_us_per_op: 0.0,
+            service_cpu_us_per_op: None,
+            peak_rss_mb: None,
+            service_peak_rss_mb: None,
+            ratio_to_floor: None,
+            p50_delta_us: None,
+            memory: None,
+            scenario,
+        }
+    }
+
+    /// The scenario these figures are of.
+    pub fn scenario(&self) -> Scenario {
+        self.scenario
+    }
+
+    /// Whether the scenario ran without any failure.
+    pub fn ok(&self) -> bool {
+        self.error.is_none() && self.errors == 0 && self.ops > 0
+    }
+}
+
+/// Fills `ratio_to_floor` and `p50_delta_us` from the floor results of the same run.
+pub fn compare_with_floor(results: &mut [ScenarioResult]) {
+    let floors: Vec<(Scenario, f64, f64)> = results
+        .iter()
+        .filter(|r| r.kind == Kind::Floor && r.ok())
+        .map(|r| (r.scenario, r.ops_per_sec, r.p50_us))
+        .collect();
+    for result in results.iter_mut().filter(|r| r.ok()) {
+        let Some(floor) = result.scenario.floor() else {
+            continue;
+        };
+        if let Some(&(_, ops, p50)) = floors.iter().find(|(s, _, _)| *s == floor) {
+            result.ratio_to_floor = (ops > 0.0).then(|| result.ops_per_sec / ops);
+            result.p50_delta_us = Some(result.p50_us - p50);
+        }
+    }
+}
+
+/// Bytes to MiB.
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn result(kind: Kind, op: Op, ops_per_sec: f64, p50_us: f64) -> ScenarioResult {
+        let scenario = Scenario {
+            kind,
+            op,
+            value_size: 16,
+            in_flight: 64,
+            broker: Some(Broker::Embedded),
+        };
+        ScenarioResult::measured(
+            scenario,
+            Figures {
+                ops: 100,
+                errors: 0,
+                first_error: None,
+                elapsed: Duration::from_secs(1),
+                ops_per_sec,
+                p50_us,
+                p99_us: p50_us * 2.0,
+                max_us: p50_us * 3.0,
+                cpu_us_per_op: 5.0,
+                service_cpu_us_per_op: None,
+            },
+        )
+    }
+
+    #[test]
+    fn clients_are_compared_with_the_floor_of_their_cell() {
+        let mut results = vec![
+            result(Kind::Floor, Op::Echo, 1000.0, 100.0),
+            result(Kind::Async, Op::Set, 900.0, 130.0),
+        ];
+        compare_with_floor(&mut results);
+        assert_eq!(results[0].ratio_to_floor, None);
+        assert_eq!(results[1].ratio_to_floor, Some(0.9));
+        assert_eq!(results[1].p50_delta_us, Some(30.0));
+    }
+}

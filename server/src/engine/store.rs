@@ -55,16 +55,24 @@ impl Store {
     }
 
     /// Writes `key`, creating it or replacing its value, version and deadline.
+    ///
+    /// New keys and all values are copied out of the request payload: a slice would keep the
+    /// whole network buffer it came from alive for as long as the key lives.
     pub fn write(&mut self, key: &Bytes, write: Write) {
+        let stored_key = match self.entries.get_key_value(&key[..]) {
+            Some((stored, _)) => stored.clone(),
+            None => Bytes::copy_from_slice(key),
+        };
+        let value = Bytes::copy_from_slice(&write.value);
         let expiry = write
             .deadline_ms
-            .map(|deadline| self.expiry.schedule(key.clone(), deadline));
+            .map(|deadline| self.expiry.schedule(stored_key.clone(), deadline));
         match self.entries.get_mut(&key[..]) {
             Some(entry) => {
                 if let Some(old) = entry.expiry.take() {
                     self.expiry.cancel(old);
                 }
-                entry.value = write.value;
+                entry.value = value;
                 entry.version = write.version;
                 entry.expiry = expiry;
                 if let Some(token) = write.new_fencing_token {
@@ -73,9 +81,9 @@ impl Store {
             }
             None => {
                 self.entries.insert(
-                    key.clone(),
+                    stored_key,
                     Entry {
-                        value: write.value,
+                        value,
                         version: write.version,
                         fencing_token: write.new_fencing_token,
                         expiry,

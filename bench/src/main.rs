@@ -2,24 +2,14 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use statestore_bench::matrix;
 use statestore_bench::profile::Profile;
-use statestore_bench::report::{self, chart, json, table, targets};
+use statestore_bench::report::{self, json, table, targets};
 use statestore_bench::runner::{self, RunConfig};
 use statestore_bench::service::{self, Responder, ServiceSpec};
-
-/// What the figures include, written into latest.json.
-const NOTES: [&str; 6] = [
-    "ops_per_sec: measured operations / time from the end of the warm-up to the last measured answer",
-    "p50_us, p99_us: per-operation latency from sending the request to checking the answer (hdrhistogram)",
-    "cpu_us_per_op: user+system CPU of the measuring process (requester or client only: the broker, echo responder and server run in a child process) / operations",
-    "service_cpu_us_per_op: CPU of that child process (embedded broker + echo responder or server; on Mosquitto, without Mosquitto's own CPU) / operations, clock-tick resolution",
-    "peak_rss_mb: VmHWM of the measuring process, reset before each scenario; service_peak_rss_mb: VmHWM of the child",
-    "floor: the same requester with the client's properties and a SET payload of the value size, echoed back (the value travels both ways)",
-];
 
 /// Measures the state store client and server against the raw MQTT 5 request/response
 /// floor and writes a table, results/latest.json and results/latest.svg.
@@ -133,41 +123,13 @@ fn bench(cli: &Cli) -> Result<ExitCode, String> {
     for check in &checks {
         println!("  {}", check.line());
     }
-    std::fs::create_dir_all(&cli.out)
-        .map_err(|e| format!("cannot create {}: {e}", cli.out.display()))?;
-    let machine = json::Machine {
-        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load_at_start,
-        load_at_end: json::load_average(),
-    };
-    let json_path = cli.out.join("latest.json");
-    json::write(
-        &json_path,
-        &json::Document {
-            profile: profile.name,
-            finished_unix_s: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            machine: machine.clone(),
-            notes: &NOTES,
-            scenarios: &results,
-            targets: &checks,
-        },
-    )?;
-    let svg_path = cli.out.join("latest.svg");
-    let title = format!(
-        "statestore: floor vs clients ({} profile, {} CPUs, load {})",
-        profile.name,
-        machine.cpus,
-        machine.load_at_start.as_deref().unwrap_or("?")
-    );
-    chart::write(&svg_path, &results, &title)?;
+    let written = report::write_files(&cli.out, profile.name, &results, &checks, load_at_start)?;
     println!(
         "\n{} scenarios in {:.0} s; wrote {} and {}",
         results.len(),
         started.elapsed().as_secs_f64(),
-        json_path.display(),
-        svg_path.display()
+        written.json.display(),
+        written.svg.display()
     );
     let failed = results.iter().filter(|r| !r.ok()).count();
     if failed > 0 {

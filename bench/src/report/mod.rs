@@ -6,6 +6,9 @@ pub mod json;
 pub mod table;
 pub mod targets;
 
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use serde::Serialize;
 
 use crate::drivers::memory::MemoryTrace;
@@ -140,6 +143,55 @@ pub fn compare_with_floor(results: &mut [ScenarioResult]) {
             result.p50_delta_us = Some(result.p50_us - p50);
         }
     }
+}
+
+/// Where [`write_files`] wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// `latest.json`.
+    pub json: PathBuf,
+    /// `latest.svg`.
+    pub svg: PathBuf,
+}
+
+/// Writes `latest.json` and `latest.svg` into `dir` (created if missing).
+pub fn write_files(
+    dir: &Path,
+    profile: &str,
+    results: &[ScenarioResult],
+    checks: &[targets::TargetCheck],
+    load_at_start: Option<String>,
+) -> Result<Written, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let machine = json::Machine {
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_at_start,
+        load_at_end: json::load_average(),
+    };
+    let written = Written {
+        json: dir.join("latest.json"),
+        svg: dir.join("latest.svg"),
+    };
+    let title = format!(
+        "statestore: floor vs clients ({profile} profile, {} CPUs, load {})",
+        machine.cpus,
+        machine.load_at_start.as_deref().unwrap_or("?")
+    );
+    json::write(
+        &written.json,
+        &json::Document {
+            profile,
+            finished_unix_s: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            machine,
+            notes: &json::NOTES,
+            scenarios: results,
+            targets: checks,
+        },
+    )?;
+    chart::write(&written.svg, results, &title)?;
+    Ok(written)
 }
 
 /// Bytes to MiB.

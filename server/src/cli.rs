@@ -3,6 +3,7 @@
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
@@ -160,6 +161,22 @@ pub fn init_logging(filter: &str) -> Result<(), ServerError> {
         .with_writer(std::io::stderr)
         .try_init()
         .map_err(|e| ServerError::Config(format!("cannot set up logging: {e}")))
+}
+
+/// The whole `statestore-server` program for already parsed options: sets up logging, runs
+/// until SIGINT or SIGTERM, reports a failure on stderr. For `main` functions.
+pub async fn serve(args: &ServeArgs) -> ExitCode {
+    if let Err(error) = init_logging(&args.log_level) {
+        eprintln!("statestore-server: {error}");
+        return ExitCode::from(2);
+    }
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("statestore-server: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Runs the server until SIGINT or SIGTERM: starts it, prints exactly one line to stdout

@@ -17,16 +17,5 @@ struct Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let command = Command::parse();
-    if let Err(error) = cli::init_logging(&command.serve.log_level) {
-        eprintln!("statestore-server: {error}");
-        return ExitCode::from(2);
-    }
-    match cli::run(&command.serve).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("statestore-server: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::serve(&Command::parse().serve).await
 }

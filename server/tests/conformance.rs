@@ -245,6 +245,17 @@ async fn px_must_be_a_positive_number(env: Env) {
             .expect(&err("syntax error"));
     }
     c.request(&get(key.as_bytes())).await.expect(NIL);
+    // A deadline beyond any clock is just "never".
+    c.request(&resp(&[
+        b"SET",
+        key.as_bytes(),
+        b"v",
+        b"PX",
+        b"9223372036854775807",
+    ]))
+    .await
+    .expect(OK);
+    c.request(&get(key.as_bytes())).await.expect(&bulk(b"v"));
 }
 
 async fn keys_expire_without_requests_and_observers_hear_delete(env: Env) {

@@ -2,9 +2,10 @@
 //! request/response floor, the same way every time.
 //!
 //! - [`matrix`] lists the scenarios of a [`profile`] ([`scenario`] names them);
-//! - [`runner`] runs each one: the service side ([`service`]: broker, [`echo`] responder or
-//!   state store server) in a child process, the load ([`drivers`]) in this one, phases by
-//!   the [`gate`] and [`window`], figures by [`measure`] and [`resources`];
+//! - [`runner`] runs each one in fresh processes: the service side ([`service`]: broker,
+//!   [`echo`] responder or state store server) in one, the load ([`drivers`]) in another
+//!   ([`measurer`]), phases by the [`gate`] and [`window`], figures by [`measure`] and
+//!   [`resources`];
 //! - [`report`] writes the table, `latest.json`, `latest.svg` and the target checks.
 //!
 //! [`wire`] and [`mqtt`] hold what the raw requester and the echo responder put on the wire.
@@ -15,6 +16,7 @@ pub mod echo;
 pub mod gate;
 pub mod matrix;
 pub mod measure;
+pub mod measurer;
 pub mod mqtt;
 pub mod profile;
 pub mod report;

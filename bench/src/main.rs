@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use statestore_bench::matrix;
+use statestore_bench::measurer::{self, Target};
 use statestore_bench::profile::Profile;
 use statestore_bench::report::{self, json, table, targets};
 use statestore_bench::runner::{self, RunConfig};
@@ -44,6 +45,22 @@ enum Command {
         #[arg(long)]
         broker: Option<std::net::SocketAddr>,
     },
+    /// Internal: the load of one scenario, in a child process; prints `RESULT <json>`.
+    #[command(hide = true)]
+    Measure {
+        /// `full`, `quick` or `smoke`.
+        #[arg(long)]
+        profile: String,
+        /// The scenario's name.
+        #[arg(long)]
+        scenario: String,
+        /// The broker.
+        #[arg(long)]
+        addr: Option<std::net::SocketAddr>,
+        /// The service-side process.
+        #[arg(long)]
+        service_pid: Option<u32>,
+    },
 }
 
 fn default_out() -> PathBuf {
@@ -54,6 +71,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Some(Command::Serve { responder, broker }) => serve(ServiceSpec { responder, broker }),
+        Some(Command::Measure {
+            profile,
+            scenario,
+            addr,
+            service_pid,
+        }) => measure(&profile, &scenario, Target { addr, service_pid }),
         None => bench(&cli),
     };
     match outcome {
@@ -75,6 +98,14 @@ fn serve(spec: ServiceSpec) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn measure(profile: &str, scenario: &str, target: Target) -> Result<ExitCode, String> {
+    let profile = Profile::by_name(profile).ok_or_else(|| format!("no profile {profile:?}"))?;
+    let scenario = matrix::find(&profile, scenario)
+        .ok_or_else(|| format!("no scenario {scenario:?} in the {} profile", profile.name))?;
+    measurer::run_and_print(&profile, scenario, target);
+    Ok(ExitCode::SUCCESS)
+}
+
 fn bench(cli: &Cli) -> Result<ExitCode, String> {
     let profile = if cli.smoke {
         Profile::smoke()
@@ -89,7 +120,7 @@ fn bench(cli: &Cli) -> Result<ExitCode, String> {
     }
     let config = RunConfig {
         profile: profile.clone(),
-        service_exe: std::env::current_exe()
+        exe: std::env::current_exe()
             .map_err(|e| format!("cannot find this program's path: {e}"))?,
     };
     let load_at_start = json::load_average();

@@ -4,7 +4,7 @@ use crate::profile::{Profile, MEMORY_IN_FLIGHT, MEMORY_VALUE_SIZE};
 use crate::scenario::{Broker, Kind, Op, Scenario};
 
 /// Every scenario of `profile` whose name contains `filter` (all when `None`), plus the floor
-/// scenarios they are compared with. Grouped by broker so that each broker's figures are taken
+/// and raw-requester scenarios they are compared with. Grouped by broker so that each broker's figures are taken
 /// back to back.
 pub fn scenarios(profile: &Profile, filter: Option<&str>) -> Vec<Scenario> {
     let mut all = Vec::new();
@@ -48,6 +48,17 @@ pub fn scenarios(profile: &Profile, filter: Option<&str>) -> Vec<Scenario> {
         });
     }
     all.retain(|s| profile.includes(s));
+    select(all, filter)
+}
+
+/// The scenario of `profile` called `name`.
+pub fn find(profile: &Profile, name: &str) -> Option<Scenario> {
+    scenarios(profile, None)
+        .into_iter()
+        .find(|s| s.name() == name)
+}
+
+fn select(all: Vec<Scenario>, filter: Option<&str>) -> Vec<Scenario> {
     let Some(filter) = filter else {
         return all;
     };
@@ -59,9 +70,9 @@ pub fn scenarios(profile: &Profile, filter: Option<&str>) -> Vec<Scenario> {
     all.into_iter()
         .filter(|s| {
             wanted.contains(s)
-                || wanted
-                    .iter()
-                    .any(|w| w.kind != Kind::Memory && w.floor() == Some(*s))
+                || wanted.iter().any(|w| {
+                    w.kind != Kind::Memory && (w.floor() == Some(*s) || w.raw() == Some(*s))
+                })
         })
         .collect()
 }
@@ -98,8 +109,10 @@ mod tests {
             names,
             [
                 "floor/echo/16B/64/embedded",
+                "server/get/16B/64/embedded",
                 "async/get/16B/64/embedded",
                 "floor/echo/16B/64/mosquitto",
+                "server/get/16B/64/mosquitto",
                 "async/get/16B/64/mosquitto"
             ]
         );

@@ -1,9 +1,11 @@
 //! Recording what workers observe (latency, counts, errors) and turning it, with the
 //! coordinator's window, into a scenario's figures.
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 use crate::gate::Phase;
 
@@ -80,6 +82,34 @@ impl Recorder {
     }
 }
 
+/// One recorder shared by many workers (tasks or threads): a single histogram instead of one
+/// per request in flight keeps the harness's own memory out of the client's figures. The
+/// lock is held for a few tens of nanoseconds per operation.
+#[derive(Debug, Default)]
+pub struct SharedRecorder(Mutex<Recorder>);
+
+impl SharedRecorder {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recorder> {
+        // A recorder is updated by single method calls: a panic elsewhere leaves it whole.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// See [`Recorder::success`].
+    pub fn success(&self, phase: Phase, sent: Instant) {
+        self.lock().success(phase, sent);
+    }
+
+    /// See [`Recorder::failure`].
+    pub fn failure(&self, error: impl std::fmt::Display) {
+        self.lock().failure(error);
+    }
+
+    /// What was recorded.
+    pub fn take(&self) -> Recorder {
+        std::mem::take(&mut *self.lock())
+    }
+}
+
 /// Resource readings at one instant.
 #[derive(Debug, Clone, Copy)]
 pub struct Reading {
@@ -103,7 +133,7 @@ impl Reading {
 }
 
 /// The figures of one scenario.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Figures {
     /// Measured operations that succeeded.
     pub ops: u64,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::scenario::{Broker, Scenario};
+use crate::scenario::{Broker, Kind, Scenario};
 
 /// Value sizes of the MQTT scenarios.
 pub const VALUE_SIZES: [usize; 3] = [16, 1024, 64 * 1024];
@@ -101,6 +101,27 @@ impl Profile {
             memory_ops: Some(300),
             grace: Duration::from_secs(60),
         }
+    }
+
+    /// The profile called `name` (`full`, `quick` or `smoke`).
+    pub fn by_name(name: &str) -> Option<Self> {
+        match name {
+            "full" => Some(Self::full()),
+            "quick" => Some(Self::quick()),
+            "smoke" => Some(Self::smoke()),
+            _ => None,
+        }
+    }
+
+    /// The longest `scenario` may take, start-up and grace included.
+    pub fn deadline(&self, scenario: &Scenario) -> Duration {
+        let planned = match (scenario.kind, self.memory_ops) {
+            // Even a slow machine does 2000 operations per second.
+            (Kind::Memory, Some(ops)) => Duration::from_millis(ops / 2),
+            (Kind::Engine, _) => 2 * self.engine_measure.min(Duration::from_secs(60)),
+            _ => self.measure.min(Duration::from_secs(60)),
+        };
+        self.warmup + planned + self.grace
     }
 
     /// Whether this profile runs `scenario` (before any `--filter`).

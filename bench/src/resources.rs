@@ -33,8 +33,7 @@ pub fn child_cpu(pid: u32) -> Option<Duration> {
     (per_second > 0).then(|| Duration::from_secs_f64(ticks as f64 / per_second as f64))
 }
 
-/// Peak resident memory of this process in bytes (`VmHWM`), since start or since the last
-/// [`reset_peak_rss`].
+/// Peak resident memory of this process in bytes (`VmHWM`).
 pub fn peak_rss() -> Option<u64> {
     status_kib("self", "VmHWM:").map(|kib| kib * 1024)
 }
@@ -47,12 +46,6 @@ pub fn current_rss() -> Option<u64> {
 /// Peak resident memory of another process in bytes.
 pub fn child_peak_rss(pid: u32) -> Option<u64> {
     status_kib(&pid.to_string(), "VmHWM:").map(|kib| kib * 1024)
-}
-
-/// Restarts the peak of [`peak_rss`] from the current resident size (Linux 4.0+); returns
-/// false when the kernel refused, in which case the peak is the process's lifetime peak.
-pub fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 fn status_kib(pid: &str, field: &str) -> Option<u64> {

@@ -119,6 +119,17 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// The raw-requester-against-the-server scenario a client is compared with (same op,
+    /// size, in flight and broker): what the client adds to the same exchange.
+    pub fn raw(&self) -> Option<Scenario> {
+        (self.kind.is_client() && self.broker.is_some()).then_some(Scenario {
+            kind: Kind::Server,
+            ..*self
+        })
+    }
+}
+
 impl fmt::Display for Scenario {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.kind {
@@ -174,6 +185,11 @@ mod tests {
         };
         assert_eq!(engine.name(), "engine/set/16B");
         assert_eq!(engine.floor(), None);
+        assert_eq!(
+            s.raw().map(|r| r.name()).as_deref(),
+            Some("server/get/1KiB/64/embedded")
+        );
+        assert_eq!(engine.raw(), None);
         assert_eq!(size_label(65536), "64KiB");
         assert_eq!(size_label(100), "100B");
     }

@@ -17,7 +17,7 @@ fn every_kind_of_scenario_runs_and_counts_exactly() {
     let scenarios = matrix::scenarios(&profile, None);
     let config = RunConfig {
         profile: profile.clone(),
-        service_exe: PathBuf::from(env!("CARGO_BIN_EXE_statestore-bench")),
+        exe: PathBuf::from(env!("CARGO_BIN_EXE_statestore-bench")),
     };
     let mut seen = 0;
     let mut results = runner::run(&config, &scenarios, |_| seen += 1).expect("the run starts");
@@ -86,10 +86,11 @@ fn every_kind_of_scenario_runs_and_counts_exactly() {
         let compared = r.broker.is_some() && r.kind != Kind::Floor && r.kind != Kind::Memory;
         assert_eq!(r.ratio_to_floor.is_some(), compared, "{}", r.name);
         assert_eq!(r.p50_delta_us.is_some(), compared, "{}", r.name);
+        assert_eq!(r.ratio_to_raw.is_some(), r.kind.is_client(), "{}", r.name);
     }
 
     let checks = targets::evaluate(&results);
-    assert_eq!(checks.len(), 6);
+    assert_eq!(checks.len(), 8);
     let dir = tempfile::tempdir().expect("temp dir");
     let written =
         report::write_files(dir.path(), profile.name, &results, &checks, None).expect("written");

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use statestore::{ConnectOptions, SetOptions};
 
 use crate::gate::Gate;
-use crate::measure::Recorder;
+use crate::measure::{Recorder, SharedRecorder};
 use crate::scenario::Op;
 use crate::wire;
 
@@ -34,7 +34,7 @@ fn connect_options(addr: SocketAddr, flavour: &str) -> ConnectOptions {
     ))
 }
 
-/// Whether a call's result is the one the workload expects.
+/// Whether a SET's result is the expected one.
 fn check_set(result: statestore::Result<statestore::SetResult>) -> Result<(), String> {
     match result {
         Ok(r) if r.applied => Ok(()),
@@ -43,6 +43,7 @@ fn check_set(result: statestore::Result<statestore::SetResult>) -> Result<(), St
     }
 }
 
+/// Whether a GET's result is the value of the workload's size.
 fn check_get(
     result: statestore::Result<Option<statestore::Value>>,
     size: usize,
@@ -54,6 +55,24 @@ fn check_get(
             other.map(|v| v.value.len())
         )),
         Err(e) => Err(format!("GET failed: {e}")),
+    }
+}
+
+/// Records one call's outcome; a failure ends the scenario (figures with failed calls in them
+/// would not mean anything).
+fn record(
+    recorder: &SharedRecorder,
+    gate: &Gate,
+    phase: crate::gate::Phase,
+    sent: Instant,
+    outcome: Result<(), String>,
+) {
+    match outcome {
+        Ok(()) => recorder.success(phase, sent),
+        Err(error) => {
+            recorder.failure(error);
+            gate.stop();
+        }
     }
 }
 
@@ -77,13 +96,14 @@ pub async fn run_async(
             .map_err(|e| format!("priming the keys: {e}"))?;
         }
     }
+    let recorder = Arc::new(SharedRecorder::default());
     gate.set_ready();
     let tasks: Vec<_> = (0..workload.in_flight)
         .map(|slot| {
             let (client, gate, value) = (client.clone(), gate.clone(), value.clone());
+            let recorder = recorder.clone();
             tokio::spawn(async move {
                 let key = wire::key(slot);
-                let mut recorder = Recorder::default();
                 while let Some(phase) = gate.next() {
                     let sent = Instant::now();
                     let outcome = match workload.op {
@@ -94,24 +114,18 @@ pub async fn run_async(
                                 .await,
                         ),
                     };
-                    match outcome {
-                        Ok(()) => recorder.success(phase, sent),
-                        Err(error) => {
-                            recorder.failure(error);
-                            gate.stop();
-                        }
-                    }
+                    record(&recorder, &gate, phase, sent, outcome);
                 }
-                recorder
             })
         })
         .collect();
-    let mut total = Recorder::default();
     for task in tasks {
-        total.merge(task.await.map_err(|e| format!("client task failed: {e}"))?);
+        if let Err(e) = task.await {
+            recorder.failure(format!("client task failed: {e}"));
+        }
     }
     let _ = client.close().await;
-    Ok(total)
+    Ok(recorder.take())
 }
 
 /// The blocking client, `workload.in_flight` threads sharing one client.
@@ -143,10 +157,10 @@ fn blocking_threads(addr: SocketAddr, workload: Workload, gate: &Gate) -> Result
                 .map_err(|e| format!("priming the keys: {e}"))?;
         }
     }
+    let recorder = SharedRecorder::default();
     gate.set_ready();
     let worker = |slot: usize| {
         let key: Bytes = wire::key(slot);
-        let mut recorder = Recorder::default();
         while let Some(phase) = gate.next() {
             let sent = Instant::now();
             let outcome = match workload.op {
@@ -155,29 +169,19 @@ fn blocking_threads(addr: SocketAddr, workload: Workload, gate: &Gate) -> Result
                     check_set(client.set(key.clone(), value.clone(), SetOptions::default()))
                 }
             };
-            match outcome {
-                Ok(()) => recorder.success(phase, sent),
-                Err(error) => {
-                    recorder.failure(error);
-                    gate.stop();
-                }
-            }
+            record(&recorder, gate, phase, sent, outcome);
         }
-        recorder
     };
-    let total = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let threads: Vec<_> = (0..workload.in_flight)
             .map(|slot| scope.spawn(move || worker(slot)))
             .collect();
-        let mut total = Recorder::default();
         for thread in threads {
-            match thread.join() {
-                Ok(recorder) => total.merge(recorder),
-                Err(_) => total.failure("a blocking client thread panicked"),
+            if thread.join().is_err() {
+                recorder.failure("a blocking client thread panicked");
             }
         }
-        total
     });
     let _ = client.close();
-    Ok(total)
+    Ok(recorder.take())
 }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::drivers::client::{self, Workload};
 use crate::gate::Gate;
@@ -16,7 +16,7 @@ use crate::window::{self, Plan};
 const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Resident memory over the measured operations.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MemoryTrace {
     /// (operations done, resident MiB) pairs, in order.
     pub samples: Vec<(u64, f64)>,

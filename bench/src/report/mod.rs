@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::drivers::memory::MemoryTrace;
 use crate::measure::Figures;
+use crate::measurer::Measured;
 use crate::scenario::{Broker, Kind, Op, Scenario};
 
 /// The figures of one scenario, as written to `latest.json`.
@@ -59,6 +60,11 @@ pub struct ScenarioResult {
     pub ratio_to_floor: Option<f64>,
     /// Median latency minus the floor's, microseconds.
     pub p50_delta_us: Option<f64>,
+    /// Clients: throughput divided by the raw requester's against the same server (same op,
+    /// size, in flight and broker): what the client library costs on top of the exchange.
+    pub ratio_to_raw: Option<f64>,
+    /// Clients: median latency minus the raw requester's against the same server, µs.
+    pub p50_delta_raw_us: Option<f64>,
     /// The memory trace of the long-run scenario.
     pub memory: Option<MemoryTrace>,
     #[serde(skip)]
@@ -66,6 +72,19 @@ pub struct ScenarioResult {
 }
 
 impl ScenarioResult {
+    /// The result of a scenario from what its measuring process reported.
+    pub fn new(scenario: Scenario, measured: Result<Measured, String>) -> Self {
+        match measured {
+            Ok(measured) => {
+                let mut result = Self::measured(scenario, measured.figures);
+                result.peak_rss_mb = measured.peak_rss_mb;
+                result.memory = measured.memory;
+                result
+            }
+            Err(error) => Self::failed(scenario, error),
+        }
+    }
+
     /// The result of a scenario that ran (possibly with failed operations).
     pub fn measured(scenario: Scenario, figures: Figures) -> Self {
         let mut result = Self::empty(scenario);
@@ -111,6 +130,8 @@ impl ScenarioResult {
             service_peak_rss_mb: None,
             ratio_to_floor: None,
             p50_delta_us: None,
+            ratio_to_raw: None,
+            p50_delta_raw_us: None,
             memory: None,
             scenario,
         }
@@ -127,20 +148,29 @@ impl ScenarioResult {
     }
 }
 
-/// Fills `ratio_to_floor` and `p50_delta_us` from the floor results of the same run.
+/// Fills the comparisons: `ratio_to_floor` and `p50_delta_us` against the floor of the same
+/// cell, `ratio_to_raw` and `p50_delta_raw_us` against the raw requester on the server.
 pub fn compare_with_floor(results: &mut [ScenarioResult]) {
-    let floors: Vec<(Scenario, f64, f64)> = results
+    let baselines: Vec<(Scenario, f64, f64)> = results
         .iter()
-        .filter(|r| r.kind == Kind::Floor && r.ok())
+        .filter(|r| matches!(r.kind, Kind::Floor | Kind::Server) && r.ok())
         .map(|r| (r.scenario, r.ops_per_sec, r.p50_us))
         .collect();
+    let find = |wanted: Option<Scenario>| {
+        let wanted = wanted?;
+        baselines
+            .iter()
+            .find(|(s, ops, _)| *s == wanted && *ops > 0.0)
+            .map(|&(_, ops, p50)| (ops, p50))
+    };
     for result in results.iter_mut().filter(|r| r.ok()) {
-        let Some(floor) = result.scenario.floor() else {
-            continue;
-        };
-        if let Some(&(_, ops, p50)) = floors.iter().find(|(s, _, _)| *s == floor) {
-            result.ratio_to_floor = (ops > 0.0).then(|| result.ops_per_sec / ops);
+        if let Some((ops, p50)) = find(result.scenario.floor()) {
+            result.ratio_to_floor = Some(result.ops_per_sec / ops);
             result.p50_delta_us = Some(result.p50_us - p50);
+        }
+        if let Some((ops, p50)) = find(result.scenario.raw()) {
+            result.ratio_to_raw = Some(result.ops_per_sec / ops);
+            result.p50_delta_raw_us = Some(result.p50_us - p50);
         }
     }
 }
@@ -230,14 +260,20 @@ mod tests {
     }
 
     #[test]
-    fn clients_are_compared_with_the_floor_of_their_cell() {
+    fn clients_are_compared_with_the_floor_and_the_raw_requester_of_their_cell() {
         let mut results = vec![
             result(Kind::Floor, Op::Echo, 1000.0, 100.0),
+            result(Kind::Server, Op::Set, 1200.0, 90.0),
+            result(Kind::Server, Op::Get, 5.0, 5.0),
             result(Kind::Async, Op::Set, 900.0, 130.0),
         ];
         compare_with_floor(&mut results);
         assert_eq!(results[0].ratio_to_floor, None);
-        assert_eq!(results[1].ratio_to_floor, Some(0.9));
-        assert_eq!(results[1].p50_delta_us, Some(30.0));
+        assert_eq!(results[1].ratio_to_floor, Some(1.2));
+        assert_eq!(results[1].ratio_to_raw, None);
+        assert_eq!(results[3].ratio_to_floor, Some(0.9));
+        assert_eq!(results[3].p50_delta_us, Some(30.0));
+        assert_eq!(results[3].ratio_to_raw, Some(0.75));
+        assert_eq!(results[3].p50_delta_raw_us, Some(40.0));
     }
 }

@@ -9,8 +9,18 @@ pub fn render(results: &[ScenarioResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<34} {:>10} {:>9} {:>9} {:>8} {:>8} {:>7} {:>7} {:>8}  note",
-        "scenario", "ops/s", "p50 µs", "p99 µs", "cpu µs", "svc µs", "rss MB", "xfloor", "Δp50 µs"
+        "{:<34} {:>9} {:>8} {:>8} {:>7} {:>7} {:>6} {:>6} {:>8} {:>6} {:>8}  note",
+        "scenario",
+        "ops/s",
+        "p50 µs",
+        "p99 µs",
+        "cpu µs",
+        "svc µs",
+        "rss MB",
+        "xfloor",
+        "Δp50 µs",
+        "xraw",
+        "Δraw µs"
     );
     for r in results {
         let opt = |v: Option<f64>, precision: usize| {
@@ -24,16 +34,18 @@ pub fn render(results: &[ScenarioResult]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<34} {:>10.0} {:>9.1} {:>9.1} {:>8.2} {:>8} {:>7} {:>7} {:>8}  {}",
+            "{:<34} {:>9.0} {:>8.1} {:>8.1} {:>7.1} {:>7} {:>6} {:>6} {:>8} {:>6} {:>8}  {}",
             r.name,
             r.ops_per_sec,
             r.p50_us,
             r.p99_us,
             r.cpu_us_per_op,
-            opt(r.service_cpu_us_per_op, 2),
+            opt(r.service_cpu_us_per_op, 1),
             opt(r.peak_rss_mb, 1),
             opt(r.ratio_to_floor, 2),
-            opt(r.p50_delta_us, 1),
+            opt(r.p50_delta_us, 0),
+            opt(r.ratio_to_raw, 2),
+            opt(r.p50_delta_raw_us, 0),
             note
         );
         if let Some(memory) = &r.memory {

@@ -101,6 +101,22 @@ pub fn evaluate(results: &[ScenarioResult]) -> Vec<TargetCheck> {
             false,
         ),
         check(
+            "client throughput >= 0.90 x raw requester on the same server at 64 in flight",
+            results,
+            |r| client(r) && r.in_flight == 64,
+            |r| r.ratio_to_raw,
+            |v| v >= 0.90,
+            true,
+        ),
+        check(
+            "client median latency within 50 µs of the raw requester on the same server at 1 in flight",
+            results,
+            |r| client(r) && r.in_flight == 1,
+            |r| r.p50_delta_raw_us,
+            |v| v <= 50.0,
+            false,
+        ),
+        check(
             "client CPU <= 10 µs per operation",
             results,
             client,

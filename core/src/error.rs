@@ -50,6 +50,10 @@ pub enum Error {
     /// The blocking API was called where it cannot run (inside an async runtime, after fork).
     #[error("the blocking API cannot run here: {0}")]
     Runtime(String),
+    /// A lease, lock or leadership is not held (never acquired, released, lost, or taken
+    /// over by another holder), so the operation that needs it was not done.
+    #[error("the lease is not held: {0}")]
+    NotHeld(String),
 }
 
 /// The stable numeric code of an [`Error`](enum@Error). Values never change meaning once released.
@@ -77,6 +81,8 @@ pub enum ErrorCode {
     Closed = 8,
     /// [`Error::Runtime`].
     Runtime = 9,
+    /// [`Error::NotHeld`].
+    NotHeld = 10,
     /// [`ServiceError::TimestampSkew`].
     TimestampSkew = 100,
     /// [`ServiceError::FencingTokenRequired`].
@@ -133,6 +139,7 @@ impl Error {
             Self::Clock(_) => ErrorCode::Clock,
             Self::Closed => ErrorCode::Closed,
             Self::Runtime(_) => ErrorCode::Runtime,
+            Self::NotHeld(_) => ErrorCode::NotHeld,
         }
     }
 

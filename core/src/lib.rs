@@ -67,6 +67,7 @@
 pub mod blocking;
 pub mod client;
 pub mod error;
+pub mod lease;
 pub mod protocol;
 pub mod runtime;
 
@@ -75,6 +76,7 @@ pub use client::{
     Observation, ReconnectPolicy, SetOptions, SetResult, TlsOptions, Value,
 };
 pub use error::{Error, ErrorCode};
+pub use lease::{Election, Lease, Lock, LockGuard};
 pub use protocol::{Hlc, ServiceError, SetCondition};
 
 /// Convenience alias for results of this crate.

@@ -1,0 +1,648 @@
+//! [`Lease`]: one key, one holder name; acquire, renew and release it.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::runtime::Handle;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::state::{AcquireOutcome, LeaseState, Loss, LossReason};
+use super::{contend, keeper};
+use crate::client::{Client, DeleteOptions, SetOptions};
+use crate::protocol::{Hlc, SetCondition};
+use crate::{Error, Result};
+
+/// A lease on one key of the state store, under one holder name.
+///
+/// Acquiring is `SET key holder NEX PX ttl`: it succeeds when the key is absent or already
+/// holds our holder name, so acquiring again renews. The version the service gives the key
+/// when a holding begins is the **fencing token**: write the keys the lease protects with it
+/// ([`SetOptions::fencing_token`]), and a holder that lost the lease without noticing is
+/// refused once the next holder has written. The token stays the same across renewals (a
+/// renewal landing on an expired key would otherwise hand out a newer token and hide that
+/// someone else may have held the lease in between). Releasing is `VDEL key holder`: it never
+/// deletes a lease someone else holds.
+///
+/// A holding is declared lost ([`Lease::lost`], [`Lease::state`]) the moment a renewal finds
+/// another holder, or once a TTL has passed since the last successful renewal was *sent* —
+/// never later than the service can expire it. With [`Lease::set_auto_renew`] a background
+/// task renews at a third of the TTL, retries failed renewals with jittered backoff, and stops
+/// after a release or a loss.
+///
+/// `Lease` is a cheap handle (clones share the holding) and `Send + Sync`. Dropping the last
+/// handle while held stops renewing and releases the lease in the background. Two `Lease`s
+/// with the same key and holder name share the lease on the service: give each holder its
+/// own name.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use statestore::lease::Lease;
+/// use statestore::{Client, ConnectOptions, SetOptions};
+///
+/// # async fn demo() -> statestore::Result<()> {
+/// let client = Client::connect(ConnectOptions::new("localhost", 1883)).await?;
+/// let lease = Lease::new(&client, "printer", "worker-1")?.auto_renew(true);
+/// let token = lease.acquire(Duration::from_secs(10)).await?;
+/// client.set("printer-queue", "job", SetOptions::default().fencing_token(token)).await?;
+/// lease.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Lease {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("key", &self.inner.key)
+            .field("holder", &self.inner.holder)
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(super) struct Inner {
+    client: Client,
+    key: Bytes,
+    holder: Bytes,
+    auto_renew: AtomicBool,
+    /// Wakes the keeper when renewal is switched on or off.
+    pub(super) settings_changed: Arc<Notify>,
+    /// Serialises the requests that write the key, so that no renewal goes out after the
+    /// release that ended its holding.
+    requests: tokio::sync::Mutex<()>,
+    /// Present exactly while the state is `Held`.
+    holding: Mutex<Option<Holding>>,
+    state: watch::Sender<LeaseState>,
+    generations: AtomicU64,
+}
+
+/// One period of holding the lease, from acquisition to release or loss.
+#[derive(Clone)]
+pub(super) struct Holding {
+    pub(super) generation: u64,
+    token: Hlc,
+    pub(super) ttl: Duration,
+    /// When the service may expire the key: the last successful (re)acquisition's send time
+    /// plus the TTL (the service started its TTL later than we sent, so this is never late).
+    pub(super) deadline: Instant,
+    stop: CancellationToken,
+    /// Where the keeper runs and where a release on drop is sent from.
+    runtime: Handle,
+}
+
+/// The SET that acquires and renews.
+fn claim(ttl: Duration) -> SetOptions {
+    SetOptions::default()
+        .condition(SetCondition::OnlyIfAbsentOrEqual)
+        .expiry(ttl)
+}
+
+/// Timeout of one renewal attempt: a lost request is retried before the TTL runs out.
+fn renewal_attempt_timeout(ttl: Duration, remaining: Duration) -> Duration {
+    (ttl / 3).max(Duration::from_millis(1)).min(remaining)
+}
+
+pub(super) fn check_ttl(ttl: Duration) -> Result<()> {
+    if ttl < Duration::from_millis(1) {
+        return Err(Error::InvalidArgument(format!(
+            "the lease TTL must be at least 1 ms, got {ttl:?}"
+        )));
+    }
+    Ok(())
+}
+
+pub(super) fn current_runtime() -> Result<Handle> {
+    Handle::try_current()
+        .map_err(|_| Error::Runtime("leases run on tokio: call from within a tokio runtime".into()))
+}
+
+impl Lease {
+    /// A lease on `key` for the holder `holder` (not acquired yet; automatic renewal off).
+    ///
+    /// Fails with [`Error::InvalidArgument`] if the key or the holder name is empty.
+    ///
+    /// ```no_run
+    /// # use statestore::{Client, lease::Lease};
+    /// # fn demo(client: &Client) -> statestore::Result<()> {
+    /// let lease = Lease::new(client, "leases/printer", "worker-1")?;
+    /// assert_eq!(lease.holder_name(), "worker-1");
+    /// # Ok(()) }
+    /// ```
+    pub fn new(client: &Client, key: impl Into<Bytes>, holder: impl Into<Bytes>) -> Result<Lease> {
+        let key = key.into();
+        let holder = holder.into();
+        if key.is_empty() {
+            return Err(Error::InvalidArgument("the lease key is empty".into()));
+        }
+        if holder.is_empty() {
+            return Err(Error::InvalidArgument("the holder name is empty".into()));
+        }
+        Ok(Lease {
+            inner: Arc::new(Inner {
+                client: client.clone(),
+                key,
+                holder,
+                auto_renew: AtomicBool::new(false),
+                settings_changed: Arc::new(Notify::new()),
+                requests: tokio::sync::Mutex::new(()),
+                holding: Mutex::new(None),
+                state: watch::Sender::new(LeaseState::NotHeld),
+                generations: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Turns automatic renewal on or off (builder form of [`Lease::set_auto_renew`]).
+    ///
+    /// ```no_run
+    /// # use statestore::{Client, lease::Lease};
+    /// # fn demo(client: &Client) -> statestore::Result<()> {
+    /// let lease = Lease::new(client, "leases/printer", "worker-1")?.auto_renew(true);
+    /// assert!(lease.is_auto_renew());
+    /// # Ok(()) }
+    /// ```
+    pub fn auto_renew(self, on: bool) -> Self {
+        self.set_auto_renew(on);
+        self
+    }
+
+    /// Turns automatic renewal on or off, now and for later holdings. While on, the lease is
+    /// renewed in the background every third of its TTL; failed renewals are retried with
+    /// jittered backoff until the TTL has passed since the last success, when the lease is
+    /// declared lost ([`LossReason::Expired`]).
+    ///
+    /// ```no_run
+    /// # use statestore::{Client, lease::Lease};
+    /// # fn demo(client: &Client) -> statestore::Result<()> {
+    /// let lease = Lease::new(client, "leases/printer", "worker-1")?;
+    /// lease.set_auto_renew(true);
+    /// # Ok(()) }
+    /// ```
+    pub fn set_auto_renew(&self, on: bool) {
+        self.inner.auto_renew.store(on, Ordering::SeqCst);
+        self.inner.settings_changed.notify_waiters();
+    }
+
+    /// Whether automatic renewal is on.
+    ///
+    /// ```no_run
+    /// # use statestore::{Client, lease::Lease};
+    /// # fn demo(client: &Client) -> statestore::Result<()> {
+    /// assert!(!Lease::new(client, "k", "me")?.is_auto_renew());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_auto_renew(&self) -> bool {
+        self.inner.auto_renew.load(Ordering::SeqCst)
+    }
+
+    /// The lease key.
+    ///
+    /// ```no_run
+    /// # use statestore::{Client, lease::Lease};
+    /// # fn demo(client: &Client) -> statestore::Result<()> {
+    /// assert_eq!(Lease::new(client, "k", "me")?.key(), "k");
+    /// # Ok(()) }
+    /// ```
+    pub fn key(&self) -> &Bytes {
+        &self.inner.key
+    }
+
+    /// This lease's holder name (the value it writes to the key).
+    ///
+    /// ```no_run
+    /// # use statestore::{Client, lease::Lease};
+    /// # fn demo(client: &Client) -> statestore::Result<()> {
+    /// assert_eq!(Lease::new(client, "k", "me")?.holder_name(), "me");
+    /// # Ok(()) }
+    /// ```
+    pub fn holder_name(&self) -> &Bytes {
+        &self.inner.holder
+    }
+
+    /// The client the lease uses.
+    ///
+    /// ```no_run
+    /// # use statestore::{Client, lease::Lease};
+    /// # fn demo(client: &Client) -> statestore::Result<()> {
+    /// let lease = Lease::new(client, "k", "me")?;
+    /// assert_eq!(lease.client().client_id(), client.client_id());
+    /// # Ok(()) }
+    /// ```
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// One attempt to acquire the lease for `ttl`: the fencing token, or who holds it.
+    ///
+    /// If this lease already holds it, the attempt renews it and returns the same token. If
+    /// this lease believed it held the key but finds another holder, its holding is lost
+    /// ([`LossReason::TakenOver`]). Errors are those of [`Client::set`]; after one whose
+    /// outcome is unknown, trying again is safe (the SET only applies to an absent key or one
+    /// holding our name).
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use statestore::lease::{AcquireOutcome, Lease};
+    /// # async fn demo(lease: Lease) -> statestore::Result<()> {
+    /// match lease.try_acquire(Duration::from_secs(5)).await? {
+    ///     AcquireOutcome::Acquired { token } => println!("mine, token {token}"),
+    ///     AcquireOutcome::HeldBy { holder } => println!("held by {holder:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire(&self, ttl: Duration) -> Result<AcquireOutcome> {
+        check_ttl(ttl)?;
+        let runtime = current_runtime()?;
+        let inner = &self.inner;
+        let _requests = inner.requests.lock().await;
+        let sent = Instant::now();
+        let set = inner
+            .client
+            .set(inner.key.clone(), inner.holder.clone(), claim(ttl))
+            .await
+            .inspect_err(|error| inner.lose_on_closed(None, error))?;
+        if !set.applied {
+            let holder = inner.read_holder().await;
+            inner.lose(
+                None,
+                Loss {
+                    reason: LossReason::TakenOver,
+                    holder: holder.clone(),
+                    error: None,
+                },
+            );
+            return Ok(AcquireOutcome::HeldBy { holder });
+        }
+        let version = set.version.ok_or_else(|| {
+            Error::UnexpectedPayload(
+                "the state store sent no version (__ts) for the lease key, so there is no \
+                 fencing token"
+                    .into(),
+            )
+        })?;
+        let token = self.hold(version, ttl, sent, runtime);
+        Ok(AcquireOutcome::Acquired { token })
+    }
+
+    /// Acquires the lease for `ttl`, waiting as long as it takes; returns the fencing token.
+    ///
+    /// While another holder has it, this observes the key (no polling) and tries again after
+    /// it is deleted or should have expired; see the [module documentation](super) for the
+    /// delays. Use [`Lease::acquire_timeout`] to bound the wait (dropping this future also
+    /// stops it; an attempt cut short may leave the key held until its TTL passes).
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use statestore::lease::Lease;
+    /// # async fn demo(lease: Lease) -> statestore::Result<()> {
+    /// let token = lease.acquire(Duration::from_secs(5)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire(&self, ttl: Duration) -> Result<Hlc> {
+        contend::acquire(self, ttl, None).await
+    }
+
+    /// Like [`Lease::acquire`], but fails with [`Error::Timeout`] if the lease was not
+    /// acquired within `timeout`.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use statestore::lease::Lease;
+    /// # async fn demo(lease: Lease) -> statestore::Result<()> {
+    /// let token = lease.acquire_timeout(Duration::from_secs(5), Duration::from_secs(30)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire_timeout(&self, ttl: Duration, timeout: Duration) -> Result<Hlc> {
+        contend::acquire(self, ttl, Some(timeout)).await
+    }
+
+    /// Renews the held lease for its TTL (the fencing token does not change).
+    ///
+    /// Fails with [`Error::NotHeld`] if the lease is not held, or if the renewal finds
+    /// another holder (the lease is then lost: [`LossReason::TakenOver`]). Other errors leave
+    /// the lease held until its TTL runs out; renewing again is safe.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use statestore::lease::Lease;
+    /// # async fn demo(lease: Lease) -> statestore::Result<()> {
+    /// lease.acquire(Duration::from_secs(5)).await?;
+    /// lease.renew().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn renew(&self) -> Result<()> {
+        self.inner.renew(None).await
+    }
+
+    /// Releases the lease: stops renewing, then `VDEL key holder`. Returns whether the key
+    /// was ours and was deleted. Never deletes a lease another holder has. Afterwards the
+    /// state is [`LeaseState::NotHeld`].
+    ///
+    /// ```no_run
+    /// # use statestore::lease::Lease;
+    /// # async fn demo(lease: Lease) -> statestore::Result<()> {
+    /// let deleted = lease.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(&self) -> Result<bool> {
+        let inner = &self.inner;
+        inner.clear();
+        let _requests = inner.requests.lock().await;
+        let result = inner
+            .client
+            .vdel(
+                inner.key.clone(),
+                inner.holder.clone(),
+                DeleteOptions::default(),
+            )
+            .await?;
+        Ok(result.deleted())
+    }
+
+    /// The key's current holder, read from the service (`None`: nobody holds it).
+    ///
+    /// ```no_run
+    /// # use statestore::lease::Lease;
+    /// # async fn demo(lease: Lease) -> statestore::Result<()> {
+    /// if let Some(holder) = lease.holder().await? {
+    ///     println!("held by {}", String::from_utf8_lossy(&holder));
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn holder(&self) -> Result<Option<Bytes>> {
+        Ok(self
+            .inner
+            .client
+            .get(self.inner.key.clone())
+            .await?
+            .map(|v| v.value))
+    }
+
+    /// The fencing token while the lease is held.
+    ///
+    /// ```no_run
+    /// # use statestore::lease::Lease;
+    /// # fn demo(lease: Lease) {
+    /// if let Some(token) = lease.fencing_token() {
+    ///     println!("writes carry {token}");
+    /// }
+    /// # }
+    /// ```
+    pub fn fencing_token(&self) -> Option<Hlc> {
+        self.state().fencing_token().cloned()
+    }
+
+    /// The lease's state now.
+    ///
+    /// ```no_run
+    /// # use statestore::lease::{Lease, LeaseState};
+    /// # fn demo(lease: Lease) {
+    /// if let LeaseState::Lost(loss) = lease.state() {
+    ///     println!("lost: {loss}");
+    /// }
+    /// # }
+    /// ```
+    pub fn state(&self) -> LeaseState {
+        self.inner.state.borrow().clone()
+    }
+
+    /// Whether the lease is held.
+    ///
+    /// ```no_run
+    /// # use statestore::lease::Lease;
+    /// # fn demo(lease: Lease) { assert!(!lease.is_held()); }
+    /// ```
+    pub fn is_held(&self) -> bool {
+        self.inner.state.borrow().is_held()
+    }
+
+    /// Waits until the lease is not held: `Some(loss)` if it was lost, `None` if it was
+    /// released (or never held). Returns at once when it is not held now.
+    ///
+    /// ```no_run
+    /// # use statestore::lease::Lease;
+    /// # async fn demo(lease: Lease) {
+    /// if let Some(loss) = lease.lost().await {
+    ///     eprintln!("lease lost: {loss}");
+    /// }
+    /// # }
+    /// ```
+    pub async fn lost(&self) -> Option<Loss> {
+        let mut states = self.inner.state.subscribe();
+        let state = states.wait_for(|state| !state.is_held()).await;
+        // The sender lives as long as `self`: the wait cannot fail.
+        state.ok().and_then(|state| state.loss().cloned())
+    }
+
+    /// A receiver of the lease's state, to await every change.
+    ///
+    /// ```no_run
+    /// # use statestore::lease::Lease;
+    /// # async fn demo(lease: Lease) {
+    /// let mut states = lease.watch();
+    /// while states.changed().await.is_ok() {
+    ///     println!("now {:?}", *states.borrow_and_update());
+    /// }
+    /// # }
+    /// ```
+    pub fn watch(&self) -> watch::Receiver<LeaseState> {
+        self.inner.state.subscribe()
+    }
+
+    /// After an acquisition attempt was cut short: its SET may have applied unseen.
+    pub(super) fn abandon_attempt(&self, ttl: Duration) {
+        if self.is_held() {
+            return;
+        }
+        let Ok(runtime) = current_runtime() else {
+            return;
+        };
+        let inner = self.inner.clone();
+        runtime.spawn(async move { inner.delete_if_not_held(ttl).await });
+    }
+
+    /// Starts a holding with `version` as its token, or extends the current one.
+    fn hold(&self, version: Hlc, ttl: Duration, sent: Instant, runtime: Handle) -> Hlc {
+        let inner = &self.inner;
+        let mut holding = inner.holding();
+        if let Some(current) = holding.as_mut() {
+            current.ttl = ttl;
+            current.deadline = current.deadline.max(sent + ttl);
+            return current.token.clone();
+        }
+        let generation = inner.generations.fetch_add(1, Ordering::SeqCst);
+        let stop = CancellationToken::new();
+        *holding = Some(Holding {
+            generation,
+            token: version.clone(),
+            ttl,
+            deadline: sent + ttl,
+            stop: stop.clone(),
+            runtime: runtime.clone(),
+        });
+        inner.state.send_replace(LeaseState::Held {
+            token: version.clone(),
+        });
+        drop(holding);
+        runtime.spawn(keeper::keep(Arc::downgrade(inner), generation, stop));
+        version
+    }
+}
+
+impl Inner {
+    fn holding(&self) -> MutexGuard<'_, Option<Holding>> {
+        // Every critical section leaves the holding whole: a poisoned lock is still usable.
+        self.holding.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn is_auto_renew(&self) -> bool {
+        self.auto_renew.load(Ordering::SeqCst)
+    }
+
+    /// The holding with `generation` (any, if `None`), if it is the current one.
+    pub(super) fn current(&self, generation: Option<u64>) -> Option<Holding> {
+        self.holding()
+            .as_ref()
+            .filter(|h| generation.is_none_or(|g| g == h.generation))
+            .cloned()
+    }
+
+    /// Ends the holding `generation` (the current one if `None`) with `loss`; false if that
+    /// holding had already ended.
+    pub(super) fn lose(&self, generation: Option<u64>, loss: Loss) -> bool {
+        let mut holding = self.holding();
+        let current = holding
+            .as_ref()
+            .is_some_and(|h| generation.is_none_or(|g| g == h.generation));
+        if !current {
+            return false;
+        }
+        if let Some(ended) = holding.take() {
+            ended.stop.cancel();
+        }
+        tracing::debug!(key = ?self.key, %loss, "lease lost");
+        self.state.send_replace(LeaseState::Lost(loss));
+        true
+    }
+
+    fn lose_on_closed(&self, generation: Option<u64>, error: &Error) {
+        if *error == Error::Closed {
+            self.lose(generation, Loss::new(LossReason::ClientClosed));
+        }
+    }
+
+    /// Ends any holding because it is being released.
+    fn clear(&self) {
+        let mut holding = self.holding();
+        if let Some(ended) = holding.take() {
+            ended.stop.cancel();
+        }
+        self.state.send_replace(LeaseState::NotHeld);
+    }
+
+    /// Moves the deadline of holding `generation` after a renewal sent at `sent`.
+    fn extend(&self, generation: u64, sent: Instant) -> bool {
+        match self.holding().as_mut() {
+            Some(h) if h.generation == generation => {
+                h.deadline = h.deadline.max(sent + h.ttl);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn not_held(&self) -> Error {
+        Error::NotHeld(match &*self.state.borrow() {
+            LeaseState::Lost(loss) => format!("it was lost: {loss}"),
+            _ => "it was never acquired, or was released".into(),
+        })
+    }
+
+    /// Who holds the key, for reports: read errors just mean "unknown".
+    async fn read_holder(&self) -> Option<Bytes> {
+        match self.client.get(self.key.clone()).await {
+            Ok(value) => value.map(|v| v.value),
+            Err(error) => {
+                tracing::debug!(%error, "cannot read the lease holder");
+                None
+            }
+        }
+    }
+
+    /// Renews holding `generation` (the current one if `None`).
+    pub(super) async fn renew(&self, generation: Option<u64>) -> Result<()> {
+        let _requests = self.requests.lock().await;
+        let holding = self.current(generation).ok_or_else(|| self.not_held())?;
+        let sent = Instant::now();
+        let remaining = holding.deadline.saturating_duration_since(sent);
+        if remaining.is_zero() {
+            self.lose(Some(holding.generation), Loss::new(LossReason::Expired));
+            return Err(self.not_held());
+        }
+        let options = claim(holding.ttl).timeout(renewal_attempt_timeout(holding.ttl, remaining));
+        let set = self
+            .client
+            .set(self.key.clone(), self.holder.clone(), options)
+            .await
+            .inspect_err(|error| self.lose_on_closed(Some(holding.generation), error))?;
+        if set.applied {
+            // False if the keeper declared the loss while this renewal was in flight.
+            return match self.extend(holding.generation, sent) {
+                true => Ok(()),
+                false => Err(self.not_held()),
+            };
+        }
+        let loss = Loss {
+            reason: LossReason::TakenOver,
+            holder: self.read_holder().await,
+            error: None,
+        };
+        self.lose(Some(holding.generation), loss);
+        Err(self.not_held())
+    }
+
+    /// Deletes the key if it holds our name while this lease holds nothing: after a loss by
+    /// expiry (a renewal may still have landed) or an acquisition cut short.
+    pub(super) async fn delete_if_not_held(&self, ttl: Duration) {
+        let _requests = self.requests.lock().await;
+        if self.holding().is_some() {
+            return;
+        }
+        let options = DeleteOptions::default().timeout((ttl / 2).max(Duration::from_millis(1)));
+        if let Err(error) = self
+            .client
+            .vdel(self.key.clone(), self.holder.clone(), options)
+            .await
+        {
+            tracing::debug!(%error, "cannot delete a lease key held under our name");
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let holding = self
+            .holding
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(holding) = holding {
+            holding.stop.cancel();
+            let client = self.client.clone();
+            let key = self.key.clone();
+            let holder = self.holder.clone();
+            // Drop cannot wait for the broker: the release goes out in the background.
+            holding.runtime.spawn(async move {
+                if let Err(error) = client.vdel(key, holder, DeleteOptions::default()).await {
+                    tracing::debug!(%error, "releasing a dropped lease failed");
+                }
+            });
+        }
+    }
+}

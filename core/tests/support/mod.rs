@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod proxy;
+pub mod sat_broker;
 pub mod scripted;
 
 use std::net::SocketAddr;

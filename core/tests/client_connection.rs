@@ -1,0 +1,204 @@
+//! Connection settings end to end: TLS, username/password (inline and from a file),
+//! settings from the environment, and Kubernetes service-account tokens with rotation.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use statestore::{Authentication, Client, ConnectOptions, Error, SetOptions, TlsOptions};
+use statestore_server::{Credentials, Server, ServerConfig, TlsFiles};
+use support::sat_broker::SatBroker;
+use support::scripted::{Reply, Scripted};
+
+fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+/// A self-signed certificate for 127.0.0.1 and localhost, as (certificate, key) PEM.
+fn certificate() -> (String, String) {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .unwrap();
+    (certified.cert.pem(), certified.signing_key.serialize_pem())
+}
+
+async fn works(client: &Client) {
+    assert!(
+        client
+            .set("k", "v", SetOptions::default())
+            .await
+            .unwrap()
+            .applied
+    );
+    assert_eq!(client.get("k").await.unwrap().unwrap().value, "v");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_a_ca_file_and_a_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate();
+    let server = Server::start(ServerConfig {
+        tls: Some(TlsFiles {
+            cert: write(dir.path(), "server.pem", &cert),
+            key: write(dir.path(), "server.key", &key),
+        }),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let port = server.local_addr().port();
+    let tls = TlsOptions {
+        ca_file: Some(write(dir.path(), "ca.pem", &cert)),
+        ..TlsOptions::default()
+    };
+    for host in ["127.0.0.1", "localhost"] {
+        let client = Client::connect(ConnectOptions::new(host, port).tls(tls.clone()))
+            .await
+            .unwrap();
+        works(&client).await;
+    }
+    // A client certificate is loaded and offered (this broker does not ask for one).
+    let (client_cert, client_key) = certificate();
+    let mutual = TlsOptions {
+        cert_file: Some(write(dir.path(), "client.pem", client_cert)),
+        key_file: Some(write(dir.path(), "client.key", client_key)),
+        ..tls.clone()
+    };
+    works(
+        &Client::connect(ConnectOptions::new("127.0.0.1", port).tls(mutual))
+            .await
+            .unwrap(),
+    )
+    .await;
+
+    // A broker whose certificate the CA does not vouch for is refused.
+    let (other_ca, _) = certificate();
+    let wrong = TlsOptions {
+        ca_file: Some(write(dir.path(), "other.pem", other_ca)),
+        ..TlsOptions::default()
+    };
+    let err = Client::connect(ConnectOptions::new("127.0.0.1", port).tls(wrong))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connection(_)), "{err:?}");
+    // So is plain TCP to a TLS listener.
+    assert!(Client::connect(ConnectOptions::new("127.0.0.1", port))
+        .await
+        .is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn username_and_password_inline_or_from_a_file() {
+    let server = Server::start(ServerConfig {
+        credentials: Some(Credentials {
+            username: "alice".into(),
+            password: "s3cret".into(),
+        }),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let options = support::options(server.local_addr());
+    let password = |password: &str| {
+        options.clone().auth(Authentication::Password {
+            username: "alice".into(),
+            password: password.into(),
+        })
+    };
+    works(&Client::connect(password("s3cret")).await.unwrap()).await;
+    let err = Client::connect(password("guess")).await.unwrap_err();
+    assert!(matches!(err, Error::Connection(_)), "{err:?}");
+    assert!(err.to_string().contains("refused"), "{err}");
+    assert!(Client::connect(options.clone()).await.is_err(), "anonymous");
+
+    let dir = tempfile::tempdir().unwrap();
+    let from_file = options.clone().auth(Authentication::PasswordFile {
+        username: "alice".into(),
+        password_file: write(dir.path(), "password", "s3cret\n"),
+    });
+    works(&Client::connect(from_file).await.unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_from_the_environment_variables() {
+    let server = Server::start(ServerConfig {
+        credentials: Some(Credentials {
+            username: "pod".into(),
+            password: "from-a-secret".into(),
+        }),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let password_file = write(dir.path(), "password", "from-a-secret");
+    let port = server.local_addr().port().to_string();
+    let vars = [
+        ("AIO_BROKER_HOSTNAME", "127.0.0.1"),
+        ("AIO_BROKER_TCP_PORT", port.as_str()),
+        ("AIO_MQTT_USE_TLS", "false"),
+        ("AIO_MQTT_CLIENT_ID", "pod-client"),
+        ("AIO_MQTT_USERNAME", "pod"),
+        ("AIO_MQTT_PASSWORD_FILE", password_file.to_str().unwrap()),
+        ("AIO_MQTT_KEEP_ALIVE", "10"),
+        ("AIO_MQTT_SESSION_EXPIRY", "30"),
+        ("AIO_MQTT_CLEAN_START", "true"),
+    ];
+    let options = ConnectOptions::from_lookup(|name| {
+        vars.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| (*v).to_owned())
+    })
+    .unwrap();
+    let client = Client::connect(options).await.unwrap();
+    assert_eq!(client.client_id(), "pod-client");
+    works(&client).await;
+}
+
+/// A scripted service on the SAT broker, so that requests can be answered there.
+async fn sat_setup() -> (SatBroker, Scripted, tempfile::TempDir, PathBuf) {
+    let broker = SatBroker::start().await;
+    let service = Scripted::start(broker.addr(), |_| Some(Reply::ok(b"$-1\r\n"))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = write(dir.path(), "token", "token-1");
+    (broker, service, dir, token)
+}
+
+fn sat_options(broker: &SatBroker, token: &Path) -> ConnectOptions {
+    support::options(broker.addr()).auth(Authentication::ServiceAccountToken {
+        token_file: token.to_owned(),
+        check_interval: Duration::from_millis(20),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_token_is_sent_and_a_rotated_one_is_used() {
+    let (broker, _service, _dir, token) = sat_setup().await;
+    let client = Client::connect(sat_options(&broker, &token)).await.unwrap();
+    assert_eq!(broker.tokens(), [b"token-1".to_vec()]);
+    assert_eq!(client.get("k").await.unwrap(), None);
+
+    std::fs::write(&token, "token-2").unwrap();
+    broker.presented(b"token-2").await;
+    // The client reconnected with the new token and serves requests again.
+    assert_eq!(client.get("k").await.unwrap(), None);
+    assert_eq!(broker.tokens().last().unwrap(), b"token-2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_fails_connect() {
+    let (broker, _service, _dir, token) = sat_setup().await;
+    broker.refuse(b"token-1");
+    let err = Client::connect(sat_options(&broker, &token))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connection(_)), "{err:?}");
+    let missing = sat_options(&broker, &token.with_file_name("missing"));
+    assert!(matches!(
+        Client::connect(missing).await,
+        Err(Error::InvalidArgument(_))
+    ));
+}

@@ -1,0 +1,149 @@
+//! An in-process MQTT 5 broker (mqtt5) that accepts `K8S-SAT` enhanced authentication with
+//! an allowed token, and records every token presented. Plain connections are accepted too
+//! (for the scripted service).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use mqtt5::broker::config::{StorageBackend, StorageConfig};
+use mqtt5::broker::{
+    AuthProvider, AuthResult, BrokerConfig, BrokerShutdownHandle, EnhancedAuthResult, MqttBroker,
+};
+use mqtt5::packet::connect::ConnectPacket;
+use mqtt5::protocol::v5::reason_codes::ReasonCode;
+use tokio::sync::Notify;
+
+/// The broker; shut down on drop.
+pub struct SatBroker {
+    addr: SocketAddr,
+    auth: Arc<SatAuth>,
+    shutdown: BrokerShutdownHandle,
+}
+
+struct SatAuth {
+    /// Tokens presented, in order.
+    seen: Mutex<Vec<Vec<u8>>>,
+    /// Tokens that are refused.
+    refused: Mutex<Vec<Vec<u8>>>,
+    changed: Notify,
+}
+
+impl SatBroker {
+    pub async fn start() -> SatBroker {
+        let config = BrokerConfig::default()
+            .with_bind_address(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .with_storage(StorageConfig::default().with_backend(StorageBackend::Memory))
+            .with_sys_topics_enabled(false);
+        let auth = Arc::new(SatAuth {
+            seen: Mutex::new(Vec::new()),
+            refused: Mutex::new(Vec::new()),
+            changed: Notify::new(),
+        });
+        let mut broker = MqttBroker::with_config(config)
+            .await
+            .expect("start the SAT broker")
+            .with_auth_provider(auth.clone());
+        let addr = broker.local_addr().expect("SAT broker address");
+        let shutdown = broker.shutdown_handle();
+        let mut ready = broker.ready_receiver();
+        tokio::spawn(async move {
+            let _ = broker.run().await;
+        });
+        ready
+            .wait_for(|ready| *ready)
+            .await
+            .expect("SAT broker ready");
+        SatBroker {
+            addr,
+            auth,
+            shutdown,
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Refuses `token` from now on.
+    pub fn refuse(&self, token: &[u8]) {
+        self.auth.refused.lock().unwrap().push(token.to_vec());
+    }
+
+    /// Waits until `token` has been presented.
+    pub async fn presented(&self, token: &[u8]) {
+        loop {
+            let changed = self.auth.changed.notified();
+            if self.auth.seen.lock().unwrap().iter().any(|t| t == token) {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// Every token presented so far.
+    pub fn tokens(&self) -> Vec<Vec<u8>> {
+        self.auth.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for SatBroker {
+    fn drop(&mut self) {
+        self.shutdown.shutdown();
+    }
+}
+
+type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+impl AuthProvider for SatAuth {
+    fn authenticate<'a>(
+        &'a self,
+        _connect: &'a ConnectPacket,
+        _client_addr: SocketAddr,
+    ) -> Boxed<'a, mqtt5::Result<AuthResult>> {
+        Box::pin(async { Ok(AuthResult::success()) })
+    }
+
+    fn authorize_publish<'a>(
+        &'a self,
+        _client_id: &str,
+        _user_id: Option<&'a str>,
+        _topic: &'a str,
+    ) -> Boxed<'a, bool> {
+        Box::pin(async { true })
+    }
+
+    fn authorize_subscribe<'a>(
+        &'a self,
+        _client_id: &str,
+        _user_id: Option<&'a str>,
+        _topic_filter: &'a str,
+    ) -> Boxed<'a, bool> {
+        Box::pin(async { true })
+    }
+
+    fn supports_enhanced_auth(&self) -> bool {
+        true
+    }
+
+    fn authenticate_enhanced<'a>(
+        &'a self,
+        auth_method: &'a str,
+        auth_data: Option<&'a [u8]>,
+        _client_id: &'a str,
+    ) -> Boxed<'a, mqtt5::Result<EnhancedAuthResult>> {
+        let token = auth_data.unwrap_or_default().to_vec();
+        let refused = self.refused.lock().unwrap().contains(&token);
+        self.seen.lock().unwrap().push(token);
+        self.changed.notify_waiters();
+        let method = auth_method.to_owned();
+        Box::pin(async move {
+            Ok(if method == "K8S-SAT" && !refused {
+                EnhancedAuthResult::success(method)
+            } else {
+                EnhancedAuthResult::fail(method, ReasonCode::NotAuthorized)
+            })
+        })
+    }
+}

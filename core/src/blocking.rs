@@ -26,6 +26,14 @@ use crate::client::{
 };
 use crate::{runtime, Error, Result};
 
+mod election;
+mod lease;
+mod lock;
+
+pub use election::Election;
+pub use lease::Lease;
+pub use lock::{Lock, LockGuard};
+
 /// A blocking state store client. Cheap to clone, safe to share across threads; see the
 /// [module documentation](self).
 #[derive(Clone, Debug)]

@@ -298,6 +298,11 @@ impl LockGuard {
         self.lease.release().await.map(|_| ())
     }
 
+    /// The lease behind the guard.
+    pub(crate) fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
     /// Fails with [`Error::NotHeld`] unless the lock is held.
     pub(super) fn ensure_held(&self) -> Result<()> {
         match self.lease.state() {

@@ -18,17 +18,28 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(feature = "service")]
 pub mod cli;
+#[cfg(feature = "service")]
 mod config;
+#[cfg(feature = "service")]
 mod embedded;
 pub mod engine;
+#[cfg(feature = "service")]
 mod error;
+#[cfg(feature = "service")]
 mod external;
+#[cfg(feature = "service")]
 mod server;
+#[cfg(feature = "service")]
 mod service;
+#[cfg(feature = "service")]
 pub mod testing;
 
+#[cfg(feature = "service")]
 pub use config::{Credentials, Mode, ServerConfig, TlsFiles, DEFAULT_MAX_PACKET_SIZE};
 pub use engine::EngineConfig;
+#[cfg(feature = "service")]
 pub use error::ServerError;
+#[cfg(feature = "service")]
 pub use server::Server;

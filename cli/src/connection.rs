@@ -1,0 +1,263 @@
+//! Connection flags, merged with the `AIO_*` environment variables into [`ConnectOptions`].
+//!
+//! Each flag stands for one `AIO_*` variable and wins over it; the merged settings go through
+//! the library's own [`ConnectOptions::from_lookup`], so both are parsed and checked alike.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use statestore::{ConnectOptions, Result};
+
+use crate::durations::parse_duration;
+
+/// The broker host when neither `--host` nor `AIO_BROKER_HOSTNAME` is given: where
+/// `statestore serve` listens by default.
+const LOCAL_HOST: &str = "localhost";
+
+/// Variables of the authentication method: a method chosen with flags replaces the
+/// environment's method as a whole.
+const AUTH_VARIABLES: [&str; 3] = [
+    "AIO_SAT_FILE",
+    "AIO_MQTT_USERNAME",
+    "AIO_MQTT_PASSWORD_FILE",
+];
+
+/// How to reach the broker. Flags override the `AIO_*` environment variables.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Connection (flags override the AIO_* environment variables)")]
+pub struct ConnectionArgs {
+    /// Broker host [env: AIO_BROKER_HOSTNAME] [default: localhost].
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+
+    /// Broker port [env: AIO_BROKER_TCP_PORT] [default: 8883 with TLS, 1883 without].
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+
+    /// MQTT client id [env: AIO_MQTT_CLIENT_ID] [default: a random statestore-... id].
+    #[arg(long, value_name = "ID")]
+    pub client_id: Option<String>,
+
+    /// Connect with TLS [env: AIO_MQTT_USE_TLS] [default: on when AIO_BROKER_HOSTNAME is set
+    /// or a TLS file is given, off otherwise].
+    #[arg(long, overrides_with = "no_tls")]
+    pub tls: bool,
+
+    /// Connect without TLS.
+    #[arg(long, overrides_with = "tls")]
+    pub no_tls: bool,
+
+    /// CA certificates (PEM) that validate the broker [env: AIO_TLS_CA_FILE] [default: the
+    /// system's roots].
+    #[arg(long, value_name = "PEM")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// Client certificate chain (PEM), with --tls-key [env: AIO_TLS_CERT_FILE].
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// Private key (PEM) of --tls-cert [env: AIO_TLS_KEY_FILE].
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// MQTT user name [env: AIO_MQTT_USERNAME].
+    #[arg(long, value_name = "NAME", conflicts_with = "sat_file")]
+    pub username: Option<String>,
+
+    /// File holding the password of --username [env: AIO_MQTT_PASSWORD_FILE].
+    #[arg(long, value_name = "PATH", requires = "username")]
+    pub password_file: Option<PathBuf>,
+
+    /// Kubernetes service-account token file (K8S-SAT authentication) [env: AIO_SAT_FILE].
+    #[arg(long, value_name = "PATH")]
+    pub sat_file: Option<PathBuf>,
+
+    /// The longest to wait: for the connection, for each answer, and (lock) for the lock,
+    /// e.g. `5s`, `500ms` [default: 10s; lock: wait for the lock without limit].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+}
+
+impl ConnectionArgs {
+    /// The settings from these flags and the process environment.
+    pub fn options(&self) -> Result<ConnectOptions> {
+        self.options_with_env(|name| std::env::var(name).ok())
+    }
+
+    /// The settings from these flags and the variables `env` reads.
+    fn options_with_env(&self, env: impl Fn(&str) -> Option<String>) -> Result<ConnectOptions> {
+        let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+        let auth_from_flags =
+            self.username.is_some() || self.password_file.is_some() || self.sat_file.is_some();
+        let given = |name: &str| {
+            self.flag(name).or_else(|| {
+                if auth_from_flags && AUTH_VARIABLES.contains(&name) {
+                    None
+                } else {
+                    env(name)
+                }
+            })
+        };
+        let use_tls = given("AIO_MQTT_USE_TLS").unwrap_or_else(|| {
+            let tls_file = ["AIO_TLS_CA_FILE", "AIO_TLS_CERT_FILE"]
+                .iter()
+                .any(|name| given(name).is_some());
+            let in_pod = env("AIO_BROKER_HOSTNAME").is_some();
+            (in_pod || tls_file).to_string()
+        });
+        let plain = matches!(use_tls.trim().to_ascii_lowercase().as_str(), "false" | "0");
+        let mut options = ConnectOptions::from_lookup(|name| {
+            given(name).or_else(|| match name {
+                "AIO_BROKER_HOSTNAME" => Some(LOCAL_HOST.to_owned()),
+                "AIO_MQTT_USE_TLS" => Some(use_tls.clone()),
+                "AIO_BROKER_TCP_PORT" if plain => Some("1883".to_owned()),
+                // A command line run leaves no session behind on the broker.
+                "AIO_MQTT_SESSION_EXPIRY" => Some("0".to_owned()),
+                "AIO_MQTT_CLEAN_START" => Some("true".to_owned()),
+                _ => None,
+            })
+        })?;
+        if let Some(timeout) = self.timeout {
+            options.default_timeout = timeout;
+            options.validate()?;
+        }
+        Ok(options)
+    }
+
+    /// The value the flag standing for the variable `name` gives, if it was used.
+    fn flag(&self, name: &str) -> Option<String> {
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.to_string_lossy().into_owned());
+        match name {
+            "AIO_BROKER_HOSTNAME" => self.host.clone(),
+            "AIO_BROKER_TCP_PORT" => self.port.map(|port| port.to_string()),
+            "AIO_MQTT_CLIENT_ID" => self.client_id.clone(),
+            "AIO_MQTT_USE_TLS" if self.tls => Some("true".to_owned()),
+            "AIO_MQTT_USE_TLS" if self.no_tls => Some("false".to_owned()),
+            "AIO_TLS_CA_FILE" => path(&self.tls_ca),
+            "AIO_TLS_CERT_FILE" => path(&self.tls_cert),
+            "AIO_TLS_KEY_FILE" => path(&self.tls_key),
+            "AIO_MQTT_USERNAME" => self.username.clone(),
+            "AIO_MQTT_PASSWORD_FILE" => path(&self.password_file),
+            "AIO_SAT_FILE" => path(&self.sat_file),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use statestore::{Authentication, TlsOptions};
+    use std::collections::HashMap;
+
+    fn with_env(args: &ConnectionArgs, vars: &[(&str, &str)]) -> Result<ConnectOptions> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        args.options_with_env(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn without_flags_or_environment_the_local_server_is_used() {
+        let options = with_env(&ConnectionArgs::default(), &[]).unwrap();
+        assert_eq!((options.host.as_str(), options.port), ("localhost", 1883));
+        assert_eq!(options.tls, None);
+        assert_eq!(options.auth, Authentication::None);
+        assert_eq!(options.session_expiry, Duration::ZERO);
+        assert!(options.clean_start);
+    }
+
+    #[test]
+    fn a_pod_environment_gives_the_sdk_defaults() {
+        let options = with_env(
+            &ConnectionArgs::default(),
+            &[
+                ("AIO_BROKER_HOSTNAME", "aio-broker"),
+                ("AIO_SAT_FILE", "/var/run/secrets/tokens/mq-sat"),
+                ("AIO_TLS_CA_FILE", "/ca.pem"),
+            ],
+        )
+        .unwrap();
+        assert_eq!((options.host.as_str(), options.port), ("aio-broker", 8883));
+        assert_eq!(
+            options.tls.and_then(|tls| tls.ca_file),
+            Some("/ca.pem".into())
+        );
+        assert!(matches!(
+            options.auth,
+            Authentication::ServiceAccountToken { .. }
+        ));
+    }
+
+    #[test]
+    fn flags_override_the_environment() {
+        let args = ConnectionArgs {
+            host: Some("other".into()),
+            port: Some(1884),
+            no_tls: true,
+            username: Some("me".into()),
+            password_file: Some("/pw".into()),
+            client_id: Some("cli-1".into()),
+            timeout: Some(Duration::from_millis(1500)),
+            ..ConnectionArgs::default()
+        };
+        let options = with_env(
+            &args,
+            &[
+                ("AIO_BROKER_HOSTNAME", "aio-broker"),
+                ("AIO_BROKER_TCP_PORT", "8883"),
+                ("AIO_SAT_FILE", "/token"),
+                ("AIO_MQTT_CLIENT_ID", "from-env"),
+            ],
+        )
+        .unwrap();
+        assert_eq!((options.host.as_str(), options.port), ("other", 1884));
+        assert_eq!(options.tls, None);
+        assert_eq!(options.client_id.as_deref(), Some("cli-1"));
+        assert_eq!(options.default_timeout, Duration::from_millis(1500));
+        assert_eq!(
+            options.auth,
+            Authentication::PasswordFile {
+                username: "me".into(),
+                password_file: "/pw".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_tls_file_turns_tls_on_and_the_port_to_8883() {
+        let args = ConnectionArgs {
+            tls_ca: Some("/ca.pem".into()),
+            ..ConnectionArgs::default()
+        };
+        let options = with_env(&args, &[]).unwrap();
+        assert_eq!(options.port, 8883);
+        assert_eq!(
+            options.tls,
+            Some(TlsOptions {
+                ca_file: Some("/ca.pem".into()),
+                ..TlsOptions::default()
+            })
+        );
+    }
+
+    #[test]
+    fn bad_values_are_invalid_arguments() {
+        let err = with_env(
+            &ConnectionArgs::default(),
+            &[("AIO_BROKER_TCP_PORT", "seventy")],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("AIO_BROKER_TCP_PORT"), "{err}");
+        let args = ConnectionArgs {
+            client_id: Some("a+b".into()),
+            ..ConnectionArgs::default()
+        };
+        assert!(matches!(
+            with_env(&args, &[]),
+            Err(statestore::Error::InvalidArgument(_))
+        ));
+    }
+}

@@ -878,11 +878,19 @@ fn malformed_payloads_get_the_matching_error() {
 }
 
 #[test]
-fn scan_is_an_unknown_command_for_now() {
+fn scan_lists_keys_in_one_page() {
     let mut store = Store::new();
     store.set(b"k", b"v");
     let req = store.req(&[b"SCAN", b"*"]);
-    assert_err(store.send(req), ServiceError::UnknownCommand);
+    let outcome = store.send(req);
+    assert_eq!(
+        outcome.response,
+        Response::Scan(statestore::protocol::ScanPage {
+            keys: vec![Bytes::from_static(b"k")],
+            token: None,
+        })
+    );
+    assert_eq!(outcome.version, None);
 }
 
 #[test]

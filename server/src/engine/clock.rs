@@ -80,6 +80,12 @@ impl ServerClock {
         self.last
     }
 
+    /// Moves the clock to at least `stamp` (a version issued before a restart), so that
+    /// every later stamp is greater.
+    pub fn witness(&mut self, stamp: Stamp) {
+        self.last = self.last.max(stamp);
+    }
+
     /// The full HLC of a stamp this clock issued.
     pub fn hlc(&self, stamp: Stamp) -> Hlc {
         Hlc {

@@ -23,11 +23,23 @@
 //!   version from the server clock, so observers see deletions ordered after the last SET.
 //! - The server clock never fails: a request counter at its maximum moves the clock's wall
 //!   time on by 1 ms instead of overflowing.
+//! - SCAN lists keys in byte order; its continuation token is a position in that order
+//!   (text `1:<hex>`), so a scan is stable while keys come and go, and a token this server did
+//!   not issue gets `-ERR invalid continuation token`. SCAN's `__ts` is handled like GET's.
+//!
+//! Persistence: with [`EngineConfig::persistence`] on, writes of keys with
+//! `aio-persistence: true` (and every way such a key stops being persisted) are recorded as
+//! [`DurableChange`]s for the service to store ([`Engine::take_durable_changes`]), and
+//! [`Engine::restore`] brings stored keys back at start-up.
 
 mod clock;
+mod cursor;
+mod durable;
 mod expiry;
 mod fencing;
+mod glob;
 mod notify;
+mod pager;
 mod request_clocks;
 mod store;
 mod verbs;
@@ -38,9 +50,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use statestore::protocol::{Hlc, Notification, Request, Response, ServiceError, MAX_CLOCK_SKEW};
 
-use clock::ServerClock;
+use clock::{ServerClock, Stamp};
+pub use cursor::INVALID_TOKEN;
+use durable::Journal;
+pub use durable::{DurableChange, PersistedKey};
 use notify::Registry;
-use store::Store;
+use store::{Store, Write};
+
+/// Default of [`EngineConfig::scan_page_keys`].
+pub const DEFAULT_SCAN_PAGE_KEYS: usize = 1_000;
+/// Default of [`EngineConfig::scan_page_bytes`]: a quarter of the server's default maximum
+/// packet size (4 MiB), which leaves room for the token and the MQTT envelope.
+pub const DEFAULT_SCAN_PAGE_BYTES: usize = 1024 * 1024;
 
 /// Settings of the engine.
 #[derive(Debug, Clone)]
@@ -51,6 +72,15 @@ pub struct EngineConfig {
     pub max_keys: Option<usize>,
     /// Maximum clock skew for `__ts` and `__ft`.
     pub max_skew: Duration,
+    /// Most keys on one SCAN page (a page also examines at most ten times as many keys).
+    pub scan_page_keys: usize,
+    /// Most bytes of one encoded SCAN page, keys and token included. Keep it below the
+    /// maximum MQTT packet size minus the largest key (a page of one key larger than this is
+    /// still sent, since a scan must move on).
+    pub scan_page_bytes: usize,
+    /// Record changes of keys written with `aio-persistence: true` for durable storage
+    /// ([`Engine::take_durable_changes`]). Off, the option is accepted and ignored.
+    pub persistence: bool,
 }
 
 impl Default for EngineConfig {
@@ -60,6 +90,9 @@ impl Default for EngineConfig {
             node_id: "StateStore".to_owned(),
             max_keys: None,
             max_skew: MAX_CLOCK_SKEW,
+            scan_page_keys: DEFAULT_SCAN_PAGE_KEYS,
+            scan_page_bytes: DEFAULT_SCAN_PAGE_BYTES,
+            persistence: false,
         }
     }
 }
@@ -73,7 +106,7 @@ pub struct RequestContext<'a> {
     pub timestamp: Option<&'a str>,
     /// The raw `__ft` user property, if present.
     pub fencing_token: Option<&'a str>,
-    /// `aio-persistence: true` was present (accepted and ignored: nothing is persisted yet).
+    /// `aio-persistence: true` was present (ignored unless [`EngineConfig::persistence`]).
     pub persist: bool,
     /// The server's wall clock, ms since the Unix epoch.
     pub now_ms: u64,
@@ -124,6 +157,7 @@ pub struct Engine {
     clock: ServerClock,
     store: Store,
     registry: Registry,
+    journal: Journal,
 }
 
 impl Engine {
@@ -131,6 +165,7 @@ impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         Self {
             clock: ServerClock::new(config.node_id.clone()),
+            journal: Journal::new(config.persistence),
             config,
             store: Store::default(),
             registry: Registry::default(),
@@ -154,8 +189,7 @@ impl Engine {
             Request::Del { key } => self.delete(key, None, ctx),
             Request::VDel { key, value } => self.delete(key, Some(value), ctx),
             Request::KeyNotify { key, stop } => self.key_notify(key, *stop, ctx),
-            // SCAN comes with a later issue; until then the server does not know the verb.
-            Request::Scan { .. } => Err(ServiceError::UnknownCommand),
+            Request::Scan { pattern, token } => self.scan(pattern, token.as_ref(), ctx),
         };
         let mut outcome = result.unwrap_or_else(Outcome::error);
         if !expired.is_empty() {
@@ -168,10 +202,42 @@ impl Engine {
     /// Removes every key whose deadline is at or before `now_ms`; returns the DELETE notices.
     pub fn expire(&mut self, now_ms: u64) -> Vec<Notice> {
         let mut notices = Vec::new();
-        while let Some((key, _)) = self.store.pop_expired(now_ms) {
+        while let Some((key, entry)) = self.store.pop_expired(now_ms) {
+            if entry.persisted {
+                self.journal.record(DurableChange::Remove(key.clone()));
+            }
             self.notify_deleted(&key, now_ms, &mut notices);
         }
         notices
+    }
+
+    /// The changes to persisted keys since the last call, oldest first; always empty unless
+    /// [`EngineConfig::persistence`]. The service stores them before it answers the requests
+    /// that caused them.
+    pub fn take_durable_changes(&mut self) -> Vec<DurableChange> {
+        self.journal.take()
+    }
+
+    /// Brings back a key from durable storage (at start-up, before any request): it is
+    /// persisted, keeps its version, token and deadline, and the server clock moves past its
+    /// version so that every later version is greater. A key already past its deadline goes
+    /// at the next request or [`Engine::expire`], as a removal for durable storage.
+    pub fn restore(&mut self, key: PersistedKey) {
+        let version = Stamp {
+            wall_ms: key.version.wall_ms,
+            counter: key.version.counter,
+        };
+        self.clock.witness(version);
+        self.store.write(
+            &key.key,
+            Write {
+                value: key.value,
+                version,
+                new_fencing_token: key.fencing_token,
+                deadline_ms: key.deadline_ms,
+                persist: self.journal.enabled(),
+            },
+        );
     }
 
     /// The earliest expiry deadline (ms since epoch), for the service's timer.

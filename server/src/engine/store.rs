@@ -1,7 +1,11 @@
 //! The key-value map: values, versions, fencing tokens and deadlines, with the expiry index
-//! kept in step.
+//! and the byte-ordered key index (for SCAN) kept in step.
+//!
+//! The ordered index costs a `BTreeSet` insert when a key is created and a removal when it
+//! goes; reads and overwrites of existing keys do not touch it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 
 use bytes::Bytes;
 use statestore::protocol::Hlc;
@@ -18,6 +22,8 @@ pub(crate) struct Entry {
     pub version: Stamp,
     /// The fencing token protecting it, once a SET carried one.
     pub fencing_token: Option<Hlc>,
+    /// The last SET asked for persistence (`aio-persistence: true`).
+    pub persisted: bool,
     /// Its place in the expiry index, if it has a deadline.
     expiry: Option<Ticket>,
 }
@@ -33,6 +39,8 @@ pub(crate) struct Write {
     pub new_fencing_token: Option<Hlc>,
     /// The new deadline; `None` clears any deadline.
     pub deadline_ms: Option<u64>,
+    /// Whether the key is now persisted.
+    pub persist: bool,
 }
 
 /// All keys.
@@ -40,6 +48,8 @@ pub(crate) struct Write {
 pub(crate) struct Store {
     entries: HashMap<Bytes, Entry>,
     expiry: ExpiryIndex,
+    /// Every key of `entries`, in byte order.
+    order: BTreeSet<Bytes>,
 }
 
 impl Store {
@@ -47,6 +57,11 @@ impl Store {
     /// is live.
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         self.entries.get(key)
+    }
+
+    /// The stored key and entry of `key`.
+    pub fn get_key_value(&self, key: &[u8]) -> Option<(&Bytes, &Entry)> {
+        self.entries.get_key_value(key)
     }
 
     /// Number of keys.
@@ -75,17 +90,20 @@ impl Store {
                 entry.value = value;
                 entry.version = write.version;
                 entry.expiry = expiry;
+                entry.persisted = write.persist;
                 if let Some(token) = write.new_fencing_token {
                     entry.fencing_token = Some(token);
                 }
             }
             None => {
+                self.order.insert(stored_key.clone());
                 self.entries.insert(
                     stored_key,
                     Entry {
                         value,
                         version: write.version,
                         fencing_token: write.new_fencing_token,
+                        persisted: write.persist,
                         expiry,
                     },
                 );
@@ -96,6 +114,7 @@ impl Store {
     /// Removes `key`.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let entry = self.entries.remove(key)?;
+        self.order.remove(key);
         if let Some(ticket) = entry.expiry {
             self.expiry.cancel(ticket);
         }
@@ -108,7 +127,14 @@ impl Store {
         // The index and the map change together, so the key is present; its ticket is
         // already out of the index.
         let (key, entry) = self.entries.remove_entry(&key[..])?;
+        self.order.remove(&key);
         Some((key, entry))
+    }
+
+    /// The keys at or after `start`, in byte order.
+    pub fn keys_from<'a>(&'a self, start: &[u8]) -> impl Iterator<Item = &'a Bytes> + 'a {
+        self.order
+            .range::<[u8], _>((Bound::Included(start), Bound::Unbounded))
     }
 
     /// The earliest deadline of any key.
@@ -127,6 +153,7 @@ mod tests {
             version: Stamp::default(),
             new_fencing_token: None,
             deadline_ms,
+            persist: false,
         }
     }
 
@@ -154,5 +181,18 @@ mod tests {
         assert_eq!((&key[..], &entry.value[..]), (&b"a"[..], &b"1"[..]));
         assert_eq!(store.len(), 1);
         assert!(store.get(b"a").is_none());
+        assert_eq!(store.keys_from(b"").collect::<Vec<_>>(), [&b"b"[..]]);
+    }
+
+    #[test]
+    fn the_order_index_follows_creations_and_removals() {
+        let mut store = Store::default();
+        for key in [&b"b"[..], b"a", b"c", b"a"] {
+            store.write(&Bytes::copy_from_slice(key), write(b"v", None));
+        }
+        store.remove(b"c");
+        let from = |start: &[u8]| store.keys_from(start).cloned().collect::<Vec<_>>();
+        assert_eq!(from(b""), [&b"a"[..], b"b"]);
+        assert_eq!(from(b"a\x00"), [&b"b"[..]]);
     }
 }

@@ -6,7 +6,7 @@ use statestore::protocol::{Response, ServiceError};
 
 use crate::engine::fencing;
 use crate::engine::request_clocks;
-use crate::engine::{Engine, Outcome, RequestContext};
+use crate::engine::{DurableChange, Engine, Outcome, RequestContext};
 
 impl Engine {
     /// Deletes `key`; with `expected`, only if it holds that value (VDEL).
@@ -27,7 +27,9 @@ impl Engine {
         if expected.is_some_and(|value| entry.value != value) {
             return Ok(Outcome::reply(Response::Integer(-1), Some(version)));
         }
-        self.store.remove(key);
+        if self.store.remove(key).is_some_and(|entry| entry.persisted) {
+            self.journal.record(DurableChange::Remove(key.clone()));
+        }
         let mut notices = Vec::new();
         self.notify_deleted(key, ctx.now_ms, &mut notices);
         Ok(Outcome {

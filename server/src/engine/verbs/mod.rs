@@ -3,6 +3,7 @@
 mod delete;
 mod get;
 mod key_notify;
+mod scan;
 mod set;
 
 use bytes::Bytes;

@@ -6,12 +6,12 @@
 //! (or gets a newer token) through a SET that was applied.
 
 use bytes::Bytes;
-use statestore::protocol::{Notification, Response, ServiceError, SetCondition, SetFlags};
+use statestore::protocol::{Hlc, Notification, Response, ServiceError, SetCondition, SetFlags};
 
 use crate::engine::fencing::{self, TokenUpdate};
 use crate::engine::request_clocks;
 use crate::engine::store::Write;
-use crate::engine::{Engine, Outcome, RequestContext};
+use crate::engine::{DurableChange, Engine, Outcome, PersistedKey, RequestContext};
 
 impl Engine {
     pub(in crate::engine) fn set(
@@ -50,16 +50,25 @@ impl Engine {
             return Err(ServiceError::QuotaExceeded);
         }
 
+        let was_persisted = existing.is_some_and(|entry| entry.persisted);
+        let persist = ctx.persist && self.journal.enabled();
+        let deadline_ms = flags.expiry_ms.map(|ms| ctx.now_ms.saturating_add(ms));
         self.store.write(
             key,
             Write {
                 value: value.clone(),
                 version,
                 new_fencing_token: token.filter(|_| update == TokenUpdate::Store),
-                deadline_ms: flags.expiry_ms.map(|ms| ctx.now_ms.saturating_add(ms)),
+                deadline_ms,
+                persist,
             },
         );
         let version = self.clock.hlc(version);
+        if persist {
+            self.record_persisted(key, &version, deadline_ms);
+        } else if was_persisted {
+            self.journal.record(DurableChange::Remove(key.clone()));
+        }
         let mut notices = Vec::new();
         self.registry.notify(
             key,
@@ -74,5 +83,21 @@ impl Engine {
             version: Some(version),
             notices,
         })
+    }
+
+    /// Records the stored state of `key` for durable storage (the stored key and value are
+    /// the engine's own copies, shared rather than copied again).
+    fn record_persisted(&mut self, key: &[u8], version: &Hlc, deadline_ms: Option<u64>) {
+        let Some((key, entry)) = self.store.get_key_value(key) else {
+            return;
+        };
+        let change = DurableChange::Put(PersistedKey {
+            key: key.clone(),
+            value: entry.value.clone(),
+            version: version.clone(),
+            fencing_token: entry.fencing_token.clone(),
+            deadline_ms,
+        });
+        self.journal.record(change);
     }
 }

@@ -4,6 +4,7 @@
 use std::ffi::{OsStr, OsString};
 use std::net::SocketAddr;
 use std::process::{Output, Stdio};
+use std::time::Duration;
 
 use serde_json::Value as Json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -24,6 +25,9 @@ pub mod status {
     pub const NOT_EXECUTABLE: i32 = 126;
     pub const COMMAND_NOT_FOUND: i32 = 127;
 }
+
+/// How long a test waits for an expected line before it fails as stuck.
+const STUCK: Duration = Duration::from_secs(60);
 
 /// The tool pointed at a broker: connection flags go right after the subcommand.
 #[derive(Debug, Clone, Copy)]
@@ -150,9 +154,14 @@ impl Running {
         }
     }
 
-    /// The next line of stdout (panics at the end of it).
+    /// The next line of stdout (panics at the end of it, or if none comes for a minute: a
+    /// hung test should fail with a message, not hang CI).
     pub async fn line(&mut self) -> String {
-        match self.lines.next_line().await.expect("read stdout") {
+        let next = tokio::time::timeout(STUCK, self.lines.next_line()).await;
+        match next
+            .expect("no line on stdout for a minute")
+            .expect("read stdout")
+        {
             Some(line) => line,
             None => panic!("stdout ended; {}", self.stderr_so_far().await),
         }

@@ -1,5 +1,5 @@
-//! A lock with a fencing token: take it with SET NEX PX, write a protected key with the
-//! token, release it with VDEL. A writer holding an older token is refused.
+//! A distributed lock: workers on separate connections take turns, each writing a protected
+//! key with its guard's fencing token; a guard releases the lock when dropped.
 //!
 //! Run: `cargo run -p statestore --example lock [host:port]`
 
@@ -8,67 +8,44 @@ mod common;
 
 use std::time::Duration;
 
-use statestore::{Client, DeleteOptions, Error, ServiceError, SetCondition, SetOptions};
+use statestore::lease::Lock;
+use statestore::{Client, SetOptions};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let target = common::target().await?;
-    let client = Client::connect(target.options).await?;
-
-    let take = |holder: &'static str| {
-        let client = client.clone();
-        async move {
-            client
-                .set(
-                    "printer-lock",
-                    holder,
-                    SetOptions::default()
-                        .condition(SetCondition::OnlyIfAbsentOrEqual)
-                        .expiry(Duration::from_secs(10)),
-                )
-                .await
-        }
-    };
-
-    let first = take("alice").await?;
-    let alice_token = first.version.ok_or("no fencing token")?;
-    println!("alice took the lock: token {alice_token}");
-    client
-        .set(
-            "printer-queue",
-            "alice's job",
-            SetOptions::default().fencing_token(alice_token.clone()),
-        )
-        .await?;
-    assert!(!take("bob").await?.applied, "bob must wait");
-    client
-        .vdel("printer-lock", "alice", DeleteOptions::default())
-        .await?;
-    println!("alice released the lock");
-
-    let bob_token = take("bob").await?.version.ok_or("no fencing token")?;
-    println!("bob took the lock: token {bob_token}");
-    client
-        .set(
-            "printer-queue",
-            "bob's job",
-            SetOptions::default().fencing_token(bob_token),
-        )
-        .await?;
-
-    // Alice, late, still holds her old token: the store refuses it.
-    let late = client
-        .set(
-            "printer-queue",
-            "alice again",
-            SetOptions::default().fencing_token(alice_token),
-        )
-        .await;
-    println!("alice with her old token -> {late:?}");
-    assert!(matches!(
-        late,
-        Err(Error::Service(ServiceError::FencingTokenLowerVersion))
-    ));
-    client.close().await?;
+    let mut workers = Vec::new();
+    for worker in 0..3 {
+        let client = Client::connect(target.options.clone()).await?;
+        workers.push(tokio::spawn(async move {
+            let lock = Lock::new(&client, "printer-lock", Duration::from_secs(5))?
+                .timeout(Duration::from_secs(30));
+            for job in 0..2 {
+                // Waits (observing the lock's key) until the lock is free.
+                let guard = lock.lock().await?;
+                println!(
+                    "worker {worker} holds the lock (token {}): printing job {job}",
+                    guard.fencing_token()
+                );
+                let fenced = SetOptions::default().fencing_token(guard.fencing_token().clone());
+                client
+                    .set("printer", format!("worker {worker}, job {job}"), fenced)
+                    .await?;
+                if job == 0 {
+                    // Dropping the guard releases the lock in the background...
+                    drop(guard);
+                } else {
+                    // ...releasing it explicitly waits for the answer: do that before
+                    // closing the client, which would cut a background release off.
+                    guard.release().await?;
+                }
+            }
+            client.close().await?;
+            Ok::<(), statestore::Error>(())
+        }));
+    }
+    for worker in workers {
+        worker.await??;
+    }
     Ok(())
 }

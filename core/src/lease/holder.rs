@@ -34,7 +34,9 @@ use crate::{Error, Result};
 /// after a release or a loss.
 ///
 /// `Lease` is a cheap handle (clones share the holding) and `Send + Sync`. Dropping the last
-/// handle while held stops renewing and releases the lease in the background. Two `Lease`s
+/// handle while held stops renewing and releases the lease in the background (a release
+/// still queued when the client is closed is never sent: release explicitly before closing
+/// the client, or the key stays until its TTL passes). Two `Lease`s
 /// with the same key and holder name share the lease on the service: give each holder its
 /// own name.
 ///

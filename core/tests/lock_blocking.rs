@@ -1,0 +1,98 @@
+//! The blocking lock, from plain threads: eight threads (one client each) updating one
+//! counter, and guards that release on drop.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use statestore::blocking::{Client, Lock};
+use statestore::lease::LeaseState;
+use statestore_server::testing;
+
+const TTL: Duration = Duration::from_secs(2);
+
+fn host() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn number(value: Option<bytes::Bytes>) -> u64 {
+    value
+        .map(|v| std::str::from_utf8(&v).unwrap().parse().unwrap())
+        .unwrap_or(0)
+}
+
+#[test]
+fn eight_threads_update_one_counter_under_the_lock() {
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 10;
+    let host = host();
+    let server = host.block_on(testing::embedded());
+    let holders = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let client = Client::connect(support::options(server.local_addr())).unwrap();
+            let holders = holders.clone();
+            std::thread::spawn(move || {
+                let lock = Lock::new(&client, "lock", TTL).unwrap();
+                for _ in 0..ROUNDS {
+                    lock.update("counter", |old| {
+                        // Called while holding the lock.
+                        assert_eq!(holders.fetch_add(1, Ordering::SeqCst), 0);
+                        let next = number(old) + 1;
+                        holders.fetch_sub(1, Ordering::SeqCst);
+                        Some(next.to_string().into())
+                    })
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let reader = Client::connect(support::options(server.local_addr())).unwrap();
+    assert_eq!(
+        number(reader.get("counter").unwrap().map(|v| v.value)),
+        (THREADS * ROUNDS) as u64
+    );
+}
+
+#[test]
+fn a_dropped_guard_frees_the_lock_for_a_waiting_thread() {
+    let host = host();
+    let server = host.block_on(testing::embedded());
+    let client = Client::connect(support::options(server.local_addr())).unwrap();
+    let lock = Lock::new(&client, "lock", TTL).unwrap();
+    let guard = lock.lock().unwrap();
+    assert!(guard.is_held());
+    assert_eq!(lock.holder().unwrap().as_ref(), Some(guard.holder_name()));
+    assert!(lock.try_lock().unwrap().is_none());
+    let first = guard.fencing_token().clone();
+    let waiter = std::thread::spawn({
+        let lock = lock.clone().timeout(Duration::from_secs(30));
+        move || lock.lock().map(|guard| guard.fencing_token().clone())
+    });
+    drop(guard);
+    assert!(waiter.join().unwrap().unwrap() > first);
+}
+
+#[test]
+fn a_guard_without_renewal_expires() {
+    let host = host();
+    let server = host.block_on(testing::embedded());
+    let client = Client::connect(support::options(server.local_addr())).unwrap();
+    let lock = Lock::new(&client, "lock", Duration::from_millis(300))
+        .unwrap()
+        .auto_renew(false);
+    let guard = lock.lock().unwrap();
+    guard.renew().unwrap();
+    let loss = guard.lost().unwrap().expect("lost");
+    assert!(matches!(guard.state(), LeaseState::Lost(_)), "{loss}");
+    guard.release().unwrap();
+}

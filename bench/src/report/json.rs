@@ -8,13 +8,15 @@ use super::targets::TargetCheck;
 use super::ScenarioResult;
 
 /// What the figures include, written into latest.json.
-pub const NOTES: [&str; 6] = [
+pub const NOTES: [&str; 8] = [
     "ops_per_sec: measured operations / time from the end of the warm-up to the last measured answer",
     "p50_us, p99_us: per-operation latency from sending the request to checking the answer (hdrhistogram)",
     "cpu_us_per_op: user+system CPU of the measuring process (requester or client only: the broker, echo responder and server run in a child process) / operations",
     "service_cpu_us_per_op: CPU of that child process (embedded broker + echo responder or server; on Mosquitto, without Mosquitto's own CPU) / operations, clock-tick resolution",
     "peak_rss_mb: VmHWM of the measuring process, reset before each scenario; service_peak_rss_mb: VmHWM of the child",
     "floor: the same requester with the client's properties and a SET payload of the value size, echoed back (the value travels both ways)",
+    "on the embedded broker the server is attached in process while the echo responder is a TCP client: there the floor is slower than the server; ratio_to_raw / p50_delta_raw_us compare clients with the raw requester on the same server instead",
+    "each scenario runs in fresh processes (service side, measuring side, Mosquitto)",
 ];
 
 /// The whole document.

@@ -9,7 +9,10 @@ use std::time::Duration;
 use clap::Args;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{Credentials, Mode, ServerConfig, TlsFiles, DEFAULT_MAX_PACKET_SIZE};
+use crate::config::{
+    Credentials, FsyncPolicy, Mode, PersistenceConfig, ServerConfig, TlsFiles,
+    DEFAULT_MAX_PACKET_SIZE,
+};
 use crate::engine::EngineConfig;
 use crate::{Server, ServerError};
 
@@ -72,6 +75,20 @@ pub struct ServeArgs {
     /// Largest MQTT packet accepted and sent, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_PACKET_SIZE)]
     pub max_packet_size: u32,
+
+    /// Keep keys written with `aio-persistence: true` in this directory (created if
+    /// missing) so that they survive a restart. Without it the option is ignored.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// When persisted writes are synced to disk: `always` (before the response),
+    /// `interval` (every --fsync-interval) or `never` (left to the operating system).
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = FsyncPolicy::Always, requires = "data_dir")]
+    pub fsync: FsyncPolicy,
+
+    /// How often `--fsync interval` syncs.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub fsync_interval: Duration,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -114,6 +131,11 @@ impl ServeArgs {
             tls,
             credentials,
             max_packet_size: self.max_packet_size,
+            persistence: self.data_dir.as_ref().map(|dir| PersistenceConfig {
+                data_dir: dir.clone(),
+                fsync: self.fsync,
+                fsync_interval: self.fsync_interval,
+            }),
         })
     }
 }

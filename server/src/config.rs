@@ -2,6 +2,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::engine::EngineConfig;
 
@@ -79,6 +80,45 @@ pub struct ServerConfig {
     pub credentials: Option<Credentials>,
     /// Maximum MQTT packet size the server accepts and sends.
     pub max_packet_size: u32,
+    /// Keep keys written with `aio-persistence: true` on disk; `None` (the default) keeps
+    /// nothing and ignores the option.
+    pub persistence: Option<PersistenceConfig>,
+}
+
+/// Where and how persisted keys are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersistenceConfig {
+    /// The data directory (created if missing; one server at a time).
+    pub data_dir: PathBuf,
+    /// When writes are synced to disk.
+    pub fsync: FsyncPolicy,
+    /// How often [`FsyncPolicy::Interval`] syncs.
+    pub fsync_interval: Duration,
+}
+
+impl PersistenceConfig {
+    /// Keys kept in `data_dir`, every acknowledged write synced first.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            fsync: FsyncPolicy::Always,
+            fsync_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// When persisted writes reach the disk. Every policy survives a crash of the server process
+/// (written data is in the operating system's cache); they differ on a crash of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum FsyncPolicy {
+    /// Before the response is sent: an acknowledged write survives a power loss.
+    #[default]
+    Always,
+    /// Every fsync interval (`PersistenceConfig::fsync_interval`): a power loss may lose the
+    /// writes of the last interval.
+    Interval,
+    /// Left to the operating system (and done at a clean shutdown).
+    Never,
 }
 
 impl Default for ServerConfig {
@@ -89,6 +129,7 @@ impl Default for ServerConfig {
             tls: None,
             credentials: None,
             max_packet_size: DEFAULT_MAX_PACKET_SIZE,
+            persistence: None,
         }
     }
 }

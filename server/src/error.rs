@@ -23,6 +23,14 @@ pub enum ServerError {
     /// The broker refused the subscription to the invoke topic.
     #[error("the broker refused the subscription to the invoke topic: {0}")]
     Subscribe(String),
+    /// The data directory could not be opened or read (`--data-dir`).
+    #[error("data directory {dir}: {reason}")]
+    Storage {
+        /// The directory.
+        dir: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// An I/O error (binding, resolving, signals).
     #[error(transparent)]
     Io(#[from] std::io::Error),

@@ -30,6 +30,8 @@ mod error;
 #[cfg(feature = "service")]
 mod external;
 #[cfg(feature = "service")]
+mod persist;
+#[cfg(feature = "service")]
 mod server;
 #[cfg(feature = "service")]
 mod service;
@@ -37,7 +39,10 @@ mod service;
 pub mod testing;
 
 #[cfg(feature = "service")]
-pub use config::{Credentials, Mode, ServerConfig, TlsFiles, DEFAULT_MAX_PACKET_SIZE};
+pub use config::{
+    Credentials, FsyncPolicy, Mode, PersistenceConfig, ServerConfig, TlsFiles,
+    DEFAULT_MAX_PACKET_SIZE,
+};
 pub use engine::EngineConfig;
 #[cfg(feature = "service")]
 pub use error::ServerError;

@@ -10,6 +10,7 @@ use crate::config::{Mode, ServerConfig};
 use crate::embedded::{self, Embedded};
 use crate::engine::Engine;
 use crate::external::{self, External};
+use crate::persist::Durable;
 use crate::{service, ServerError};
 
 /// Requests waiting for the service.
@@ -35,6 +36,26 @@ impl Server {
     /// broker listens, in external mode when the broker granted the subscription to the
     /// invoke topic.
     pub async fn start(config: ServerConfig) -> Result<Server, ServerError> {
+        // Persisted keys are loaded before the transport starts, so that no request can see
+        // the store without them.
+        let mut engine_config = config.engine.clone();
+        engine_config.persistence = config.persistence.is_some();
+        let mut engine = Engine::new(engine_config);
+        let durable = match &config.persistence {
+            Some(persistence) => {
+                let (durable, keys) = Durable::open(persistence, &config.engine.node_id)
+                    .await
+                    .map_err(|error| ServerError::Storage {
+                        dir: persistence.data_dir.display().to_string(),
+                        reason: error.to_string(),
+                    })?;
+                for key in keys {
+                    engine.restore(key);
+                }
+                Some(durable)
+            }
+            None => None,
+        };
         let (input_tx, input_rx) = mpsc::channel(INPUT_CAPACITY);
         let (output_tx, output_rx) = mpsc::channel(OUTPUT_CAPACITY);
         let cancel = CancellationToken::new();
@@ -46,8 +67,7 @@ impl Server {
                 external::start(&config, host, *port, input_tx, output_rx, cancel.clone()).await?,
             ),
         };
-        let engine = Engine::new(config.engine.clone());
-        let service = tokio::spawn(service::run(engine, input_rx, output_tx));
+        let service = tokio::spawn(service::run(engine, durable, input_rx, output_tx));
         Ok(Server {
             transport: Some(transport),
             service: Some(service),

@@ -4,45 +4,84 @@
 use std::time::Duration;
 
 use statestore::protocol::hlc::unix_ms_now;
-use statestore::protocol::Response;
+use statestore::protocol::{Response, ServiceError};
 use tokio::sync::mpsc;
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::envelope::{self, Accepted};
 use super::inbound::{Inbound, Input};
 use super::outbound::{OutMessage, Outbound};
-use crate::engine::{Engine, Notice, RequestContext};
+use crate::engine::{DurableChange, Engine, Notice, RequestContext};
+use crate::persist::Durable;
+
+/// Most inputs applied before their responses go out together.
+const MAX_BATCH: usize = 256;
 
 /// Serves requests until `input` closes (every adapter dropped its sender), then returns.
-/// The expiry timer lives in the same loop: it is re-armed after every request, so a sooner
+///
+/// Inputs are taken in batches of what is already queued: all are applied, the batch's
+/// changes to persisted keys are stored in one commit, and only then do its responses and
+/// notifications go out, in order. So an acknowledged persisted write is stored (group
+/// commit: one sync per batch), and no response reveals a persisted change that a crash
+/// could still undo. Without durable storage a batch costs nothing but the queueing.
+///
+/// The expiry timer lives in the same loop: it is re-armed after every batch, so a sooner
 /// deadline set by a SET is honoured at once.
 pub(crate) async fn run(
     mut engine: Engine,
+    durable: Option<Durable>,
     mut input: mpsc::Receiver<Input>,
     output: mpsc::Sender<Outbound>,
 ) {
-    let mut actor = Actor { output };
+    let mut sync_timer = durable
+        .as_ref()
+        .and_then(Durable::sync_interval)
+        .map(|period| {
+            let mut timer = tokio::time::interval(period);
+            timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            timer
+        });
+    let mut actor = Actor { output, durable };
     loop {
         let deadline = engine.next_expiry();
         tokio::select! {
             // Requests first: each request expires due keys itself, so the timer only has
             // work to do when the store is idle.
             biased;
-            next = input.recv() => match next {
-                Some(Input::Request(request)) => actor.serve(&mut engine, request).await,
-                Some(Input::ClientGone(client_id)) => {
-                    debug!(client_id, "client disconnected: dropping its KEYNOTIFY registrations");
-                    engine.drop_client(&client_id);
+            next = input.recv() => {
+                let Some(first) = next else { break };
+                let mut batch = Batch::default();
+                actor.take(&mut engine, first, &mut batch);
+                while batch.inputs < MAX_BATCH {
+                    match input.try_recv() {
+                        Ok(next) => actor.take(&mut engine, next, &mut batch),
+                        Err(_) => break,
+                    }
                 }
-                None => break,
-            },
-            () = sleep_until_wall_ms(deadline.unwrap_or(u64::MAX)), if deadline.is_some() => {
-                let notices = engine.expire(unix_ms_now());
-                actor.notify(&notices).await;
+                actor.flush(batch).await;
             }
+            () = sleep_until_wall_ms(deadline.unwrap_or(u64::MAX)), if deadline.is_some() => {
+                let mut batch = Batch::default();
+                let notices = engine.expire(unix_ms_now());
+                batch.notify(&notices);
+                batch.changes = engine.take_durable_changes();
+                actor.flush(batch).await;
+            }
+            () = tick(&mut sync_timer), if sync_timer.is_some() => actor.sync().await,
         }
     }
+    // A clean stop leaves nothing unsynced, whatever the policy.
+    actor.sync().await;
     debug!("state store service stopped");
+}
+
+async fn tick(timer: &mut Option<tokio::time::Interval>) {
+    match timer {
+        Some(timer) => {
+            timer.tick().await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Sleeps until the wall clock reaches `deadline_ms`, in steps of at least 1 ms so that a
@@ -54,12 +93,47 @@ async fn sleep_until_wall_ms(deadline_ms: u64) {
     }
 }
 
+/// What a batch of inputs produced, held back until its durable changes are stored.
+#[derive(Default)]
+struct Batch {
+    /// Responses, notifications and disconnects, in order.
+    actions: Vec<Outbound>,
+    /// Changes of persisted keys, oldest first.
+    changes: Vec<DurableChange>,
+    /// Positions in `actions` of the responses whose request changed a persisted key.
+    durable_responses: Vec<usize>,
+    /// Inputs taken.
+    inputs: usize,
+}
+
+impl Batch {
+    fn notify(&mut self, notices: &[Notice]) {
+        self.actions.extend(
+            notices
+                .iter()
+                .map(|notice| Outbound::Publish(OutMessage::notification(notice))),
+        );
+    }
+}
+
 struct Actor {
     output: mpsc::Sender<Outbound>,
+    durable: Option<Durable>,
 }
 
 impl Actor {
-    async fn serve(&mut self, engine: &mut Engine, mut request: Inbound) {
+    fn take(&mut self, engine: &mut Engine, input: Input, batch: &mut Batch) {
+        batch.inputs += 1;
+        match input {
+            Input::Request(request) => Self::serve(engine, request, batch),
+            Input::ClientGone(client_id) => {
+                debug!(client_id, "client disconnected: dropping its KEYNOTIFY registrations");
+                engine.drop_client(&client_id);
+            }
+        }
+    }
+
+    fn serve(engine: &mut Engine, mut request: Inbound, batch: &mut Batch) {
         let accepted = match envelope::check(&mut request) {
             Ok(accepted) => accepted,
             Err(rejection) => {
@@ -68,9 +142,7 @@ impl Actor {
                     Err(_) => "<unknown>",
                 };
                 warn!(sender, reason = rejection.reason, "rejected request");
-                for action in rejection.actions {
-                    self.send(action).await;
-                }
+                batch.actions.extend(rejection.actions);
                 return;
             }
         };
@@ -91,20 +163,49 @@ impl Actor {
         if let Response::Error(error) = &outcome.response {
             info!(client_id, error = %error, "request answered with an error");
         }
+        let changes = engine.take_durable_changes();
+        if !changes.is_empty() {
+            batch.durable_responses.push(batch.actions.len());
+            batch.changes.extend(changes);
+        }
         let response = OutMessage::response(
             response_topic,
             correlation_data,
             outcome.response.encode(),
             outcome.version.as_ref(),
         );
-        self.send(Outbound::Publish(response)).await;
-        self.notify(&outcome.notices).await;
+        batch.actions.push(Outbound::Publish(response));
+        batch.notify(&outcome.notices);
     }
 
-    async fn notify(&mut self, notices: &[Notice]) {
-        for notice in notices {
-            self.send(Outbound::Publish(OutMessage::notification(notice)))
-                .await;
+    /// Stores the batch's changes, then sends its actions. Requests whose change could not
+    /// be stored are answered with an error instead (the change is retried with the next
+    /// commit, so the disk catches up with memory once storage works again).
+    async fn flush(&mut self, mut batch: Batch) {
+        if let (false, Some(durable)) = (batch.changes.is_empty(), self.durable.as_mut()) {
+            if let Err(error) = durable.commit(batch.changes).await {
+                error!(%error, "persisted writes could not be stored: answering them with an error");
+                let answer = Response::Error(ServiceError::Unknown(format!(
+                    "the write could not be persisted: {error}"
+                )))
+                .encode();
+                for position in batch.durable_responses {
+                    if let Some(Outbound::Publish(response)) = batch.actions.get_mut(position) {
+                        response.replace_payload(answer.clone());
+                    }
+                }
+            }
+        }
+        for action in batch.actions {
+            self.send(action).await;
+        }
+    }
+
+    async fn sync(&mut self) {
+        if let Some(durable) = self.durable.as_mut() {
+            if let Err(error) = durable.sync().await {
+                error!(%error, "persisted writes could not be synced to disk");
+            }
         }
     }
 

@@ -83,6 +83,13 @@ impl OutMessage {
         }
     }
 
+    /// Replaces a response's payload with another answer that has no version (an error).
+    pub fn replace_payload(&mut self, payload: Bytes) {
+        self.payload = payload;
+        self.user_properties
+            .retain(|(name, _)| *name != properties::TIMESTAMP);
+    }
+
     /// A KEYNOTIFY notification: to the observer's notification topic, `__ts` = the key's
     /// new version.
     pub fn notification(notice: &Notice) -> Self {

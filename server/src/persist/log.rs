@@ -228,7 +228,8 @@ mod tests {
         assert_eq!(replay.payloads, [&b"one"[..], b"two"]);
         assert_eq!(replay.truncated, 6);
         assert_eq!(log.len(), whole);
-        log.append(&framed(&[b"four"])).expect("appended after the cut");
+        log.append(&framed(&[b"four"]))
+            .expect("appended after the cut");
         drop(log);
         let (_, replay) = Log::open(&path).expect("reopened");
         assert_eq!(replay.payloads, [&b"one"[..], b"two", b"four"]);
@@ -270,7 +271,10 @@ mod tests {
         std::fs::write(&path, b"not a log at all").expect("written");
         assert!(Log::open(&path).is_err());
         std::fs::write(&path, b"SSL").expect("written");
-        assert!(Log::open(&path).is_ok(), "a header cut short at creation is redone");
+        assert!(
+            Log::open(&path).is_ok(),
+            "a header cut short at creation is redone"
+        );
         std::fs::write(&path, b"XY").expect("written");
         assert!(Log::open(&path).is_err());
     }

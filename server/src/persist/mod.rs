@@ -146,11 +146,7 @@ impl Persistence {
         self.log.rewrite(&frames)?;
         // The rewrite is synced and holds everything.
         self.unsynced = false;
-        info!(
-            from = len,
-            to = self.log.len(),
-            "data log compacted"
-        );
+        info!(from = len, to = self.log.len(), "data log compacted");
         Ok(())
     }
 }
@@ -167,10 +163,7 @@ fn lock_dir(dir: &Path) -> io::Result<File> {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
             io::ErrorKind::WouldBlock,
-            format!(
-                "{} is in use by another statestore-server",
-                dir.display()
-            ),
+            format!("{} is in use by another statestore-server", dir.display()),
         )),
         Err(std::fs::TryLockError::Error(error)) => Err(error),
     }
@@ -191,7 +184,8 @@ impl Durable {
         config: &PersistenceConfig,
         node: &str,
     ) -> io::Result<(Durable, Vec<PersistedKey>)> {
-        let sync_interval = (config.fsync == FsyncPolicy::Interval).then_some(config.fsync_interval);
+        let sync_interval =
+            (config.fsync == FsyncPolicy::Interval).then_some(config.fsync_interval);
         let config = config.clone();
         let node = node.to_owned();
         let (persistence, keys) =
@@ -300,10 +294,7 @@ mod tests {
             .expect("committed");
         drop(persistence);
         let (_, keys) = reopen(dir.path());
-        assert_eq!(
-            keys,
-            [("a".into(), "2".into()), ("c".into(), "1".into())]
-        );
+        assert_eq!(keys, [("a".into(), "2".into()), ("c".into(), "1".into())]);
     }
 
     #[test]

@@ -127,7 +127,10 @@ impl Actor {
         match input {
             Input::Request(request) => Self::serve(engine, request, batch),
             Input::ClientGone(client_id) => {
-                debug!(client_id, "client disconnected: dropping its KEYNOTIFY registrations");
+                debug!(
+                    client_id,
+                    "client disconnected: dropping its KEYNOTIFY registrations"
+                );
                 engine.drop_client(&client_id);
             }
         }

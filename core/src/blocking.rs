@@ -27,10 +27,12 @@ use crate::client::{
 use crate::{runtime, Error, Result};
 
 mod election;
+mod keys;
 mod lease;
 mod lock;
 
 pub use election::Election;
+pub use keys::Keys;
 pub use lease::Lease;
 pub use lock::{Lock, LockGuard};
 
@@ -121,6 +123,17 @@ impl Client {
     /// Ends the observations of `key`; see [`crate::Client::unobserve`].
     pub fn unobserve(&self, key: impl Into<Bytes>) -> Result<()> {
         self.run(self.inner.unobserve(key))
+    }
+
+    /// The keys matching a glob pattern, fetched page by page as the iterator is consumed;
+    /// see [`crate::Client::keys`].
+    pub fn keys(&self, pattern: impl Into<Bytes>) -> Result<Keys> {
+        Keys::new(self, pattern.into())
+    }
+
+    /// Every key matching `pattern`; see [`crate::Client::keys_all`].
+    pub fn keys_all(&self, pattern: impl Into<Bytes>) -> Result<Vec<Bytes>> {
+        self.keys(pattern)?.collect_all()
     }
 
     /// Closes the client; see [`crate::Client::close`].

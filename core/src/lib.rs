@@ -73,7 +73,7 @@ pub mod runtime;
 
 pub use client::{
     Authentication, Client, ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, KeyEvent,
-    Observation, ReconnectPolicy, SetOptions, SetResult, TlsOptions, Value,
+    Keys, Observation, ReconnectPolicy, SetOptions, SetResult, TlsOptions, Value,
 };
 pub use error::{Error, ErrorCode};
 pub use lease::{Election, Lease, Lock, LockGuard};

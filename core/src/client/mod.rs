@@ -8,6 +8,7 @@ mod event_loop;
 mod observe;
 mod options;
 mod pending;
+mod scan;
 mod session;
 mod shared;
 mod token_watch;
@@ -25,6 +26,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 pub use observe::{KeyEvent, Observation};
+pub use scan::Keys;
 pub use options::{
     Authentication, ConnectOptions, ReconnectPolicy, TlsOptions, DEFAULT_TIMEOUT,
     DEFAULT_TOKEN_CHECK_INTERVAL, MQTT_MAX_PACKET_SIZE,

@@ -131,33 +131,41 @@ fn without_persistence_the_option_is_ignored() {
     assert!(store.changes().is_empty());
 }
 
-#[test]
-fn a_restored_key_keeps_its_version_token_and_deadline_and_the_clock_moves_past_it() {
-    let mut store = Store::new(true);
-    let version = hlc(NOW + 30_000, 7, "StateStore");
-    let token = hlc(NOW, 1, "holder");
-    store.engine.restore(PersistedKey {
-        key: Bytes::from_static(b"k"),
+fn restored(
+    key: &'static [u8],
+    version: Hlc,
+    token: Option<Hlc>,
+    deadline_ms: Option<u64>,
+) -> PersistedKey {
+    PersistedKey {
+        key: Bytes::from_static(key),
         value: Bytes::from_static(b"v"),
-        version: version.clone(),
-        fencing_token: Some(token.clone()),
-        deadline_ms: Some(NOW + 1_000),
-    });
+        version,
+        fencing_token: token,
+        deadline_ms,
+    }
+}
+
+#[test]
+fn a_restored_key_keeps_its_version_token_and_deadline() {
+    let mut store = Store::new(true);
+    let version = hlc(NOW - 30_000, 7, "StateStore");
+    let token = hlc(NOW - 40_000, 1, "holder");
+    store.engine.restore(restored(
+        b"k",
+        version.clone(),
+        Some(token),
+        Some(NOW + 1_000),
+    ));
+    assert!(store.changes().is_empty(), "restoring records nothing");
     assert_eq!(
         store.send(&[b"GET", b"k"], false, None),
-        (
-            Response::Value(Bytes::from_static(b"v")),
-            Some(version.clone())
-        )
+        (Response::Value(Bytes::from_static(b"v")), Some(version))
     );
     assert_eq!(
         store.send(&[b"SET", b"k", b"v2"], true, None).0,
         Response::Error(ServiceError::FencingTokenRequired)
     );
-    let (response, newer) = store.send(&[b"SET", b"other", b"v"], false, None);
-    assert_eq!(response, Response::Ok);
-    assert!(newer.expect("a version") > version);
-    assert!(store.changes().is_empty(), "restoring records nothing");
     store.now = NOW + 1_000;
     assert_eq!(
         store.send(&[b"GET", b"k"], false, None),
@@ -166,6 +174,32 @@ fn a_restored_key_keeps_its_version_token_and_deadline_and_the_clock_moves_past_
     assert_eq!(
         store.changes(),
         [removed(b"k")],
-        "the restored key expires like any other"
+        "the restored key expires like any other, and leaves the disk"
     );
+}
+
+#[test]
+fn after_a_restore_versions_pass_every_persisted_version_and_token() {
+    let mut store = Store::new(true);
+    let version = hlc(NOW + 30_000, 7, "StateStore");
+    store
+        .engine
+        .restore(restored(b"a", version.clone(), None, None));
+    let (_, newer) = store.send(&[b"SET", b"other", b"v"], false, None);
+    assert!(newer.expect("a version") > version);
+
+    // A token from further ahead than any version: a new lock's version passes it too, so
+    // the new lock holder can write the key it guards.
+    let far_token = hlc(NOW + 50_000, 0, "holder");
+    store.engine.restore(restored(
+        b"guarded",
+        hlc(NOW, 0, "StateStore"),
+        Some(far_token.clone()),
+        None,
+    ));
+    let (_, lock) = store.send(&[b"SET", b"lock", b"me"], false, None);
+    let lock = lock.expect("a version");
+    assert!(lock > far_token);
+    let (response, _) = store.send(&[b"SET", b"guarded", b"v2"], true, Some(&lock));
+    assert_eq!(response, Response::Ok);
 }

@@ -220,14 +220,19 @@ impl Engine {
 
     /// Brings back a key from durable storage (at start-up, before any request): it is
     /// persisted, keeps its version, token and deadline, and the server clock moves past its
-    /// version so that every later version is greater. A key already past its deadline goes
-    /// at the next request or [`Engine::expire`], as a removal for durable storage.
+    /// version and its fencing token, so that every later version (a new lock's fencing token
+    /// included) is greater. A key already past its deadline goes at the next request or
+    /// [`Engine::expire`], as a removal for durable storage.
     pub fn restore(&mut self, key: PersistedKey) {
-        let version = Stamp {
-            wall_ms: key.version.wall_ms,
-            counter: key.version.counter,
+        let stamp = |hlc: &Hlc| Stamp {
+            wall_ms: hlc.wall_ms,
+            counter: hlc.counter,
         };
+        let version = stamp(&key.version);
         self.clock.witness(version);
+        if let Some(token) = &key.fencing_token {
+            self.clock.witness(stamp(token));
+        }
         self.store.write(
             &key.key,
             Write {

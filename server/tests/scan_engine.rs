@@ -395,3 +395,112 @@ fn a_prefix_scan_visits_only_its_range() {
     store.scan_with(b"pb*", |_, _| pages += 1);
     assert_eq!(pages, 0, "a one-key range is one page");
 }
+
+mod properties {
+    use std::collections::BTreeSet;
+
+    use bytes::Bytes;
+    use proptest::prelude::*;
+    use statestore::protocol::Response;
+    use statestore_server::engine::EngineConfig;
+
+    use super::Store;
+
+    /// Short keys over a tiny alphabet, so keys share prefixes and tokens fall between them.
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            prop_oneof![Just(b'a'), Just(b'b'), Just(0u8), Just(0xff)],
+            1..5,
+        )
+    }
+
+    /// Patterns, each with what it means spelled out independently of the server's matcher.
+    type Matcher = fn(&[u8]) -> bool;
+    const PATTERNS: [(&[u8], Matcher); 5] = [
+        (b"*", |_| true),
+        (b"a*", |k| k.first() == Some(&b'a')),
+        (b"*b", |k| k.last() == Some(&b'b')),
+        (b"?\x00*", |k| k.get(1) == Some(&0)),
+        (b"[^a]*", |k| k.first().is_some_and(|&b| b != b'a')),
+    ];
+
+    #[derive(Debug, Clone)]
+    enum Change {
+        Set(Vec<u8>),
+        Del(Vec<u8>),
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        prop_oneof![key().prop_map(Change::Set), key().prop_map(Change::Del)]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Whatever changes happen between pages, and whatever the page limits: no key is
+        /// listed twice, every listed key matches and existed when its page was cut, and
+        /// every key present for the whole scan is listed.
+        #[test]
+        fn scans_are_exact_under_any_interleaving(
+            initial in proptest::collection::vec(key(), 0..40),
+            between in proptest::collection::vec(proptest::collection::vec(change(), 0..4), 0..40),
+            page_keys in 1usize..6,
+            page_bytes in 40usize..200,
+            pattern in 0..PATTERNS.len(),
+        ) {
+            let (pattern, matches) = PATTERNS[pattern];
+            let mut store = Store::new(EngineConfig {
+                scan_page_keys: page_keys,
+                scan_page_bytes: page_bytes,
+                ..EngineConfig::default()
+            });
+            let mut present: BTreeSet<Vec<u8>> = BTreeSet::new();
+            for k in &initial {
+                store.set(k);
+                present.insert(k.clone());
+            }
+            let mut stable = present.clone();
+            let mut listed = Vec::new();
+            let mut token: Option<Bytes> = None;
+            let mut step = 0;
+            loop {
+                let response = match &token {
+                    Some(t) => store.apply(&[b"SCAN", pattern, t]),
+                    None => store.apply(&[b"SCAN", pattern]),
+                };
+                let Response::Scan(page) = response else {
+                    panic!("SCAN answered {response:?}");
+                };
+                for k in &page.keys {
+                    prop_assert!(present.contains(&k[..]), "listed a key that is not there");
+                    prop_assert!(matches(k), "listed a key that does not match");
+                }
+                listed.extend(page.keys);
+                let Some(next) = page.token else { break };
+                token = Some(next);
+                for change in between.get(step).into_iter().flatten() {
+                    match change {
+                        Change::Set(k) => {
+                            store.set(k);
+                            present.insert(k.clone());
+                        }
+                        Change::Del(k) => {
+                            if present.remove(k) {
+                                store.del(k);
+                            }
+                            stable.remove(k);
+                        }
+                    }
+                }
+                step += 1;
+                prop_assert!(step < 10_000, "the scan does not end");
+            }
+            let count = listed.len();
+            let listed: BTreeSet<Vec<u8>> = listed.into_iter().map(|k| k.to_vec()).collect();
+            prop_assert_eq!(listed.len(), count, "a key was listed twice");
+            for k in stable.iter().filter(|k| matches(k)) {
+                prop_assert!(listed.contains(k), "stable key {:?} not listed", k);
+            }
+        }
+    }
+}

@@ -40,6 +40,10 @@ impl Server {
         // the store without them.
         let mut engine_config = config.engine.clone();
         engine_config.persistence = config.persistence.is_some();
+        // A SCAN page must fit the packets this server may send, with room for the envelope.
+        engine_config.scan_page_bytes = engine_config
+            .scan_page_bytes
+            .min(config.max_packet_size as usize / 4);
         let mut engine = Engine::new(engine_config);
         let durable = match &config.persistence {
             Some(persistence) => {

@@ -190,3 +190,41 @@ async fn a_scan_under_churn_lists_every_stable_key_exactly_once() {
         "a key deleted before the scan was listed"
     );
 }
+
+/// With a small maximum packet size, pages shrink to fit it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_fit_a_small_maximum_packet_size() {
+    let server = statestore_server::Server::start(statestore_server::ServerConfig {
+        max_packet_size: 4_096,
+        ..statestore_server::ServerConfig::default()
+    })
+    .await
+    .expect("server starts");
+    let mut c = Probe::connect(server.local_addr(), &unique("small")).await;
+    let keys: Vec<Bytes> = (0..100)
+        .map(|i| Bytes::from(format!("{i:03}{}", "k".repeat(60))))
+        .collect();
+    set_many(&mut c, &keys).await;
+    let mut pages = 0;
+    let mut largest = 0;
+    let mut token: Option<Bytes> = None;
+    let mut listed = Vec::new();
+    loop {
+        let payload = match &token {
+            Some(token) => resp(&[b"SCAN", b"*", token]),
+            None => resp(&[b"SCAN", b"*"]),
+        };
+        let reply = c.request(&payload).await;
+        largest = largest.max(reply.payload.len());
+        pages += 1;
+        let page = page_of(&reply.payload);
+        listed.extend(page.keys);
+        match page.token {
+            Some(next) => token = Some(next),
+            None => break,
+        }
+    }
+    assert!(largest <= 1_024, "a page of {largest} bytes");
+    assert!(pages >= 7, "{pages} pages");
+    assert_eq!(listed, keys);
+}

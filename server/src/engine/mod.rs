@@ -76,7 +76,8 @@ pub struct EngineConfig {
     pub scan_page_keys: usize,
     /// Most bytes of one encoded SCAN page, keys and token included. Keep it below the
     /// maximum MQTT packet size minus the largest key (a page of one key larger than this is
-    /// still sent, since a scan must move on).
+    /// still sent, since a scan must move on); the server lowers it to a quarter of its
+    /// maximum packet size.
     pub scan_page_bytes: usize,
     /// Record changes of keys written with `aio-persistence: true` for durable storage
     /// ([`Engine::take_durable_changes`]). Off, the option is accepted and ignored.

@@ -8,6 +8,7 @@ mod watch;
 use std::process::ExitCode;
 
 use statestore::Client;
+use tokio::signal::unix::{signal, SignalKind};
 
 use crate::args::Command;
 use crate::connection::ConnectionArgs;
@@ -23,7 +24,13 @@ pub async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Vdel(args) => kv::vdel(args).await.map(done),
         Command::Watch(args) => watch::run(args).await.map(done),
         Command::Lock(args) => lock::run(args).await,
-        Command::Serve(args) => Ok(statestore_server::cli::serve(&args).await),
+        Command::Serve(args) => {
+            // The server listens for SIGINT only after printing its ready line; a SIGINT sent
+            // on seeing that line must not kill the process. tokio keeps the handler
+            // installed once registered.
+            let _interrupt = signal(SignalKind::interrupt())?;
+            Ok(statestore_server::cli::serve(&args).await)
+        }
         Command::Tour => tour::run().await.map(done),
     }
 }

@@ -1,0 +1,127 @@
+//! `statestore keys` through the built binary: patterns, binary keys, JSON and NUL output,
+//! more keys than one page, and an empty pattern.
+
+mod support;
+
+use std::collections::BTreeSet;
+
+use base64::Engine;
+use statestore::{Client, ConnectOptions, SetOptions};
+use statestore_server::{EngineConfig, Server, ServerConfig};
+use support::{status, Tool};
+
+/// A server with pages of 3 keys, so that listings span several pages.
+async fn tool() -> (Server, Tool, Client) {
+    let server = Server::start(ServerConfig {
+        engine: EngineConfig {
+            scan_page_keys: 3,
+            ..EngineConfig::default()
+        },
+        ..ServerConfig::default()
+    })
+    .await
+    .expect("server starts");
+    let addr = server.local_addr();
+    let client = Client::connect(ConnectOptions::new(addr.ip().to_string(), addr.port()))
+        .await
+        .expect("connect");
+    (server, Tool::new(addr), client)
+}
+
+async fn set_all(client: &Client, keys: &[&[u8]]) {
+    for key in keys {
+        client
+            .set(key.to_vec(), "v", SetOptions::default())
+            .await
+            .expect("set");
+    }
+}
+
+fn lines(stdout: &[u8]) -> BTreeSet<Vec<u8>> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+#[tokio::test]
+async fn lists_the_matching_keys_across_pages() {
+    let (_server, tool, client) = tool().await;
+    let keys: Vec<String> = (0..10).map(|i| format!("job:{i}")).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(String::as_bytes).collect();
+    set_all(&client, &refs).await;
+    set_all(&client, &[b"other"]).await;
+    let out = tool.expect(&["keys", "job:*"], 0).await;
+    let expected: BTreeSet<Vec<u8>> = refs.iter().map(|k| k.to_vec()).collect();
+    assert_eq!(lines(&out.stdout), expected);
+    let out = tool.expect(&["keys", "job:[0-2]"], 0).await;
+    assert_eq!(lines(&out.stdout).len(), 3);
+    let out = tool.expect(&["keys", "nothing:*"], 0).await;
+    assert!(out.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn binary_keys_in_json_and_nul_separated_output() {
+    let (_server, tool, client) = tool().await;
+    set_all(
+        &client,
+        &[b"bin:\xff\x00", b"bin:line\nbreak", b"bin:plain"],
+    )
+    .await;
+    let out = tool.expect(&["keys", "bin:*", "--json"], 0).await;
+    let mut found = BTreeSet::new();
+    for line in out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let object: serde_json::Value = serde_json::from_slice(line).expect("a JSON line");
+        let key = object["key"].as_str().expect("a key");
+        let bytes = match object.get("key_encoding").and_then(|e| e.as_str()) {
+            Some("base64") => base64::engine::general_purpose::STANDARD
+                .decode(key)
+                .expect("base64"),
+            _ => key.as_bytes().to_vec(),
+        };
+        found.insert(bytes);
+    }
+    let expected: BTreeSet<Vec<u8>> = [&b"bin:\xff\x00"[..], b"bin:line\nbreak", b"bin:plain"]
+        .iter()
+        .map(|k| k.to_vec())
+        .collect();
+    assert_eq!(found, expected);
+
+    let out = tool.expect(&["keys", "bin:*", "-0"], 0).await;
+    let nul: BTreeSet<Vec<u8>> = out
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|k| !k.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    // `bin:\xff\x00` contains a NUL itself: split gives `bin:\xff`.
+    assert!(nul.contains(&b"bin:line\nbreak".to_vec()));
+    assert!(nul.contains(&b"bin:plain".to_vec()));
+    assert!(out.stdout.ends_with(b"\0"));
+}
+
+#[tokio::test]
+async fn an_empty_pattern_is_a_usage_error() {
+    let (_server, tool, _client) = tool().await;
+    tool.expect(&["keys", ""], status::USAGE).await;
+}
+
+#[tokio::test]
+async fn set_with_persist_sends_the_option() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = ServerConfig {
+        persistence: Some(statestore_server::PersistenceConfig::new(dir.path())),
+        ..ServerConfig::default()
+    };
+    let server = Server::start(config.clone()).await.expect("starts");
+    let tool = Tool::new(server.local_addr());
+    tool.expect(&["set", "kept", "v", "--persist"], 0).await;
+    tool.expect(&["set", "dropped", "v"], 0).await;
+    server.shutdown().await;
+    let server = Server::start(config).await.expect("restarts");
+    let tool = Tool::new(server.local_addr());
+    let out = tool.expect(&["keys", "*"], 0).await;
+    assert_eq!(out.stdout, b"kept\n");
+    server.shutdown().await;
+}

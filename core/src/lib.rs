@@ -64,18 +64,24 @@
 //! - [`runtime`]: the internal tokio runtime of the blocking API and the bindings.
 #![warn(missing_docs)]
 
+#[cfg(feature = "client")]
 pub mod blocking;
+#[cfg(feature = "client")]
 pub mod client;
 pub mod error;
+#[cfg(feature = "client")]
 pub mod lease;
 pub mod protocol;
+#[cfg(feature = "client")]
 pub mod runtime;
 
+#[cfg(feature = "client")]
 pub use client::{
     Authentication, Client, ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, KeyEvent,
     Keys, Observation, ReconnectPolicy, SetOptions, SetResult, TlsOptions, Value,
 };
 pub use error::{Error, ErrorCode};
+#[cfg(feature = "client")]
 pub use lease::{Election, Lease, Lock, LockGuard};
 pub use protocol::{Hlc, ServiceError, SetCondition};
 

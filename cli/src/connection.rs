@@ -73,6 +73,10 @@ pub struct ConnectionArgs {
     #[arg(long, value_name = "PATH")]
     pub sat_file: Option<PathBuf>,
 
+    /// Ignore the AIO_* environment variables: only the flags and the defaults count.
+    #[arg(long)]
+    pub no_env: bool,
+
     /// The longest to wait: for the connection, for each answer, and (lock) for the lock,
     /// e.g. `5s`, `500ms` [default: 10s; lock: wait for the lock without limit].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -82,7 +86,13 @@ pub struct ConnectionArgs {
 impl ConnectionArgs {
     /// The settings from these flags and the process environment.
     pub fn options(&self) -> Result<ConnectOptions> {
-        self.options_with_env(|name| std::env::var(name).ok())
+        self.options_with_env(|name| {
+            if self.no_env {
+                None
+            } else {
+                std::env::var(name).ok()
+            }
+        })
     }
 
     /// The settings from these flags and the variables `env` reads.
@@ -241,6 +251,18 @@ mod tests {
                 ..TlsOptions::default()
             })
         );
+    }
+
+    #[test]
+    fn no_env_ignores_the_environment() {
+        let args = ConnectionArgs {
+            no_env: true,
+            ..ConnectionArgs::default()
+        };
+        // Not the process environment: the defaults, whatever AIO_* the test runs with.
+        let options = args.options().unwrap();
+        assert_eq!((options.host.as_str(), options.port), ("localhost", 1883));
+        assert_eq!(options.auth, Authentication::None);
     }
 
     #[test]

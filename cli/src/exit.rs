@@ -84,15 +84,20 @@ impl Failure {
         self
     }
 
-    /// Writes the message to stderr as one line and returns the exit code.
-    pub fn report(&self) -> ExitCode {
+    /// The report line: `statestore: error: ` and the message on one line.
+    pub fn line(&self) -> String {
         // One line, always: messages may quote multi-line texts (service errors, paths).
-        let line: String = self
+        let message: String = self
             .message
             .chars()
             .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
             .collect();
-        eprintln!("statestore: error: {line}");
+        format!("statestore: error: {message}")
+    }
+
+    /// Writes the report line to stderr and returns the exit code.
+    pub fn report(&self) -> ExitCode {
+        eprintln!("{}", self.line());
         ExitCode::from(self.status as u8)
     }
 }

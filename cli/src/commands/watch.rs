@@ -112,7 +112,7 @@ fn event_object(key: &[u8], event: &KeyEvent) -> Object {
     object
 }
 
-fn event_line(key: &[u8], event: &KeyEvent) -> String {
+pub(super) fn event_line(key: &[u8], event: &KeyEvent) -> String {
     let version = |version: &Option<statestore::Hlc>| match version {
         Some(version) => format!(" (version {version})"),
         None => String::new(),

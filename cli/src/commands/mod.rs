@@ -1,5 +1,6 @@
 //! The subcommands, one module each.
 
+mod keys;
 mod kv;
 mod lock;
 mod tour;
@@ -9,6 +10,8 @@ use std::process::ExitCode;
 
 use statestore::Client;
 use tokio::signal::unix::{signal, SignalKind};
+
+pub use keys::KeysArgs;
 
 use crate::args::Command;
 use crate::connection::ConnectionArgs;
@@ -22,6 +25,7 @@ pub async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Set(args) => kv::set(args).await.map(done),
         Command::Delete(args) => kv::delete(args).await.map(done),
         Command::Vdel(args) => kv::vdel(args).await.map(done),
+        Command::Keys(args) => keys::run(args).await.map(done),
         Command::Watch(args) => watch::run(args).await.map(done),
         Command::Lock(args) => lock::run(args).await,
         Command::Serve(args) => {

@@ -202,3 +202,16 @@ async fn a_refused_token_fails_connect() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_subscription_fails_connect() {
+    let broker = SatBroker::start().await;
+    broker.deny_subscriptions();
+    let err = Client::connect(support::options(broker.addr()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Connection(text) if text.contains("refused the subscription")),
+        "{err:?}"
+    );
+}

@@ -201,3 +201,31 @@ async fn close_during_an_outage_is_prompt() {
     client.close().await.unwrap();
     assert_eq!(call.await.unwrap(), Err(Error::Closed));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_the_session_with_disconnect() {
+    let (_server, proxy, _writer) = behind_proxy().await;
+    let client = Client::connect(support::options(proxy.addr()))
+        .await
+        .unwrap();
+    client.set("k", "v", set()).await.unwrap();
+    client.close().await.unwrap();
+    let last = proxy.ended(1).await;
+    // An MQTT 5 DISCONNECT with reason "normal disconnection": 0xE0 0x00.
+    assert!(
+        last.ends_with(&[0xE0, 0x00]),
+        "last bytes sent: {last:02X?}"
+    );
+
+    // Dropping the last handle does the same.
+    let dropped = Client::connect(support::options(proxy.addr()))
+        .await
+        .unwrap();
+    dropped.get("k").await.unwrap();
+    drop(dropped);
+    let last = proxy.ended(2).await;
+    assert!(
+        last.ends_with(&[0xE0, 0x00]),
+        "last bytes sent: {last:02X?}"
+    );
+}

@@ -26,11 +26,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 pub use observe::{KeyEvent, Observation};
-pub use scan::Keys;
 pub use options::{
     Authentication, ConnectOptions, ReconnectPolicy, TlsOptions, DEFAULT_TIMEOUT,
     DEFAULT_TOKEN_CHECK_INTERVAL, MQTT_MAX_PACKET_SIZE,
 };
+pub use scan::Keys;
 pub use types::{DeleteOptions, DeleteOutcome, DeleteResult, SetOptions, SetResult, Value};
 
 use crate::protocol::{Request, Response, SetFlags};

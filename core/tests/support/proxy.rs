@@ -27,6 +27,9 @@ struct Control {
     /// While set, new connections are closed at once (the broker looks down).
     refusing: AtomicBool,
     accepted: AtomicU64,
+    /// Connections that ended, and the last bytes the client sent on the latest of them.
+    ended: AtomicU64,
+    last_bytes: std::sync::Mutex<Vec<u8>>,
     changed: Notify,
 }
 
@@ -42,6 +45,8 @@ impl Proxy {
             swallowed: AtomicU64::new(0),
             refusing: AtomicBool::new(false),
             accepted: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
+            last_bytes: std::sync::Mutex::new(Vec::new()),
             changed: Notify::new(),
         });
         let task = tokio::spawn(accept(listener, control.clone()));
@@ -92,6 +97,13 @@ impl Proxy {
     /// Bytes swallowed so far.
     pub fn swallowed(&self) -> u64 {
         self.control.swallowed.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `count` connections have ended; returns the last bytes (at most 16) the
+    /// client sent on the latest one.
+    pub async fn ended(&self, count: u64) -> Vec<u8> {
+        self.wait(|c| c.ended.load(Ordering::SeqCst) >= count).await;
+        self.control.last_bytes.lock().unwrap().clone()
     }
 
     /// Connections accepted so far.
@@ -147,6 +159,12 @@ async fn relay(client: TcpStream, upstream: TcpStream, control: Arc<Control>) {
                 if n == 0 {
                     return;
                 }
+                {
+                    let mut last = control.last_bytes.lock().unwrap();
+                    last.extend_from_slice(&buffer[..n]);
+                    let excess = last.len().saturating_sub(16);
+                    last.drain(..excess);
+                }
                 if control.swallowing.load(Ordering::SeqCst) {
                     control.swallowed.fetch_add(n as u64, Ordering::SeqCst);
                     control.changed.notify_waiters();
@@ -164,4 +182,6 @@ async fn relay(client: TcpStream, upstream: TcpStream, control: Arc<Control>) {
         () = upward => {}
         () = downward => {}
     }
+    control.ended.fetch_add(1, Ordering::SeqCst);
+    control.changed.notify_waiters();
 }

@@ -27,6 +27,8 @@ struct SatAuth {
     seen: Mutex<Vec<Vec<u8>>>,
     /// Tokens that are refused.
     refused: Mutex<Vec<Vec<u8>>>,
+    /// Whether subscriptions are refused.
+    deny_subscriptions: std::sync::atomic::AtomicBool,
     changed: Notify,
 }
 
@@ -39,6 +41,7 @@ impl SatBroker {
         let auth = Arc::new(SatAuth {
             seen: Mutex::new(Vec::new()),
             refused: Mutex::new(Vec::new()),
+            deny_subscriptions: std::sync::atomic::AtomicBool::new(false),
             changed: Notify::new(),
         });
         let mut broker = MqttBroker::with_config(config)
@@ -69,6 +72,13 @@ impl SatBroker {
     /// Refuses `token` from now on.
     pub fn refuse(&self, token: &[u8]) {
         self.auth.refused.lock().unwrap().push(token.to_vec());
+    }
+
+    /// Refuses every subscription from now on.
+    pub fn deny_subscriptions(&self) {
+        self.auth
+            .deny_subscriptions
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Waits until `token` has been presented.
@@ -120,7 +130,10 @@ impl AuthProvider for SatAuth {
         _user_id: Option<&'a str>,
         _topic_filter: &'a str,
     ) -> Boxed<'a, bool> {
-        Box::pin(async { true })
+        let allowed = !self
+            .deny_subscriptions
+            .load(std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move { allowed })
     }
 
     fn supports_enhanced_auth(&self) -> bool {

@@ -300,7 +300,7 @@ impl Client {
     pub async fn observe(&self, key: impl Into<Bytes>) -> Result<Observation> {
         let key = key.into();
         validate::key(&key)?;
-        observe::observe(self, key).await
+        self.bounded(observe::observe(self, key)).await
     }
 
     /// Ends every observation of `key` on this client (their streams end) and stops its
@@ -308,7 +308,16 @@ impl Client {
     pub async fn unobserve(&self, key: impl Into<Bytes>) -> Result<()> {
         let key = key.into();
         validate::key(&key)?;
-        observe::unobserve(&self.inner.shared, key).await
+        self.bounded(observe::unobserve(&self.inner.shared, key))
+            .await
+    }
+
+    /// Bounds a call that may also wait for other registrations by the default timeout.
+    async fn bounded<T>(&self, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        let timeout = self.inner.shared.default_timeout;
+        tokio::time::timeout(timeout, call)
+            .await
+            .unwrap_or(Err(Error::Timeout(timeout)))
     }
 
     /// Closes the client (all clones): calls in flight fail with [`Error::Closed`],

@@ -48,7 +48,8 @@ pub enum KeyEvent {
 /// a plain thread, with [`Observation::next_timeout`]. It ends (`None` / [`Error::Closed`])
 /// when the key is unobserved or the client is closed. Dropping it stops the observation;
 /// when the last observation of a key is dropped the client sends `KEYNOTIFY … STOP`.
-/// An observation keeps its client's connection open.
+/// An observation keeps its client's connection open. Events wait in the observation until
+/// they are consumed (the queue has no bound: consume them, or drop the observation).
 pub struct Observation {
     key: Bytes,
     id: u64,

@@ -357,3 +357,29 @@ async fn a_refused_keynotify_fails_observe_and_leaves_nothing_behind() {
         "{verbs:?}"
     );
 }
+
+#[tokio::test]
+async fn invalid_input_never_reaches_the_service() {
+    let (_broker, service, client) = start(plain).await;
+    let short = Duration::from_micros(500);
+    assert!(client.set("", "v", SetOptions::default()).await.is_err());
+    assert!(client
+        .set("k", "v", SetOptions::default().expiry(short))
+        .await
+        .is_err());
+    assert!(client.get("").await.is_err());
+    assert!(client.delete("", DeleteOptions::default()).await.is_err());
+    assert!(client
+        .vdel("", "v", DeleteOptions::default())
+        .await
+        .is_err());
+    assert!(client.observe("").await.is_err());
+    assert!(client
+        .get_with_timeout("k", Some(Duration::ZERO))
+        .await
+        .is_err());
+    client.get("only-this").await.unwrap();
+    let received = service.wait_received(1).await;
+    assert_eq!(received.len(), 1);
+    assert!(matches!(&received[0].request, Request::Get { key } if key == "only-this"));
+}

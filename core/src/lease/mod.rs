@@ -79,7 +79,9 @@
 //! tenth of the TTL (5 to 250 ms), so that renewal lands first and a holder that was slow,
 //! not gone, keeps its lease. (A lease of this crate has by then declared itself lost and
 //! deletes the key again; the grace serves holders that renew late.) A delete soon after a
-//! write is a release: no grace. Contenders use their own TTL for this estimate.
+//! write is a release: no grace. Contenders use their own TTL for this estimate. There is no
+//! queue: waiting is not first-come-first-served, and a holder that releases and locks
+//! again at once usually wins (the others are still in their delay).
 //!
 //! **Interruptions.** An acquisition attempt whose outcome is unknown (timeout, connection
 //! lost) is safe to repeat: the SET applies only to an absent key or to our own name. When

@@ -42,6 +42,14 @@ else
   cargo install cargo-fuzz --version "${CARGO_FUZZ_VERSION}" --locked
 fi
 
+# --- cargo-nextest (crates.io; the machine image usually has it) ------------
+if cargo nextest --version >/dev/null 2>&1; then
+  log "cargo-nextest already installed"
+else
+  log "installing cargo-nextest"
+  cargo install cargo-nextest --locked
+fi
+
 # --- verify -----------------------------------------------------------------
 # note: `mosquitto -h` exits 3 (usage), so capture instead of piping under pipefail
 MOSQ_VER="$(mosquitto -h 2>&1 || true)"; MOSQ_VER="${MOSQ_VER%%$'\n'*}"

@@ -20,4 +20,6 @@ for example in core/examples/*.rs; do
 done
 
 echo "== tests"
-cargo test --workspace
+cargo test --workspace --doc
+# nextest: one process per test, each killed after 2 minutes if it hangs (.config/nextest.toml).
+cargo nextest run --workspace --no-tests=fail

@@ -2,7 +2,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::resp::{self, DecodeError, DecodeErrorKind, Reader};
+use super::resp::{self, DecodeError, DecodeErrorKind};
 
 /// What happened to an observed key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -19,13 +19,7 @@ pub enum Notification {
 impl Notification {
     /// Decodes a notification payload (case-insensitive; `DEL` and `DELETE` both accepted).
     pub fn decode(payload: &Bytes) -> Result<Self, DecodeError> {
-        let mut reader = Reader::new(payload);
-        let count = reader.array_len()?;
-        let mut args = Vec::with_capacity(count);
-        for _ in 0..count {
-            args.push(reader.bulk()?);
-        }
-        reader.finish()?;
+        let args = resp::decode_bulk_array(payload)?;
         let is = |arg: &Bytes, word: &str| arg.eq_ignore_ascii_case(word.as_bytes());
         match &args[..] {
             [notify, set, tag, value]

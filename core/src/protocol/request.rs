@@ -4,7 +4,7 @@
 use bytes::{Bytes, BytesMut};
 use thiserror::Error;
 
-use super::resp::{self, DecodeError, Reader};
+use super::resp::{self, DecodeError};
 use super::ServiceError;
 
 /// When a SET applies.
@@ -197,13 +197,7 @@ impl Request {
 
     /// Decodes a request payload. Verbs and options are accepted in any case.
     pub fn decode(payload: &Bytes) -> Result<Self, RequestError> {
-        let mut reader = Reader::new(payload);
-        let count = reader.array_len()?;
-        let mut args = Vec::with_capacity(count);
-        for _ in 0..count {
-            args.push(reader.bulk()?);
-        }
-        reader.finish()?;
+        let args = resp::decode_bulk_array(payload)?;
         let Some((verb, args)) = args.split_first() else {
             return Err(RequestError::InvalidOption("empty request"));
         };

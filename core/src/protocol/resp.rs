@@ -229,6 +229,18 @@ impl Reader {
     }
 }
 
+/// Decodes a payload that is exactly one array of bulk strings (requests, notifications).
+pub fn decode_bulk_array(payload: &Bytes) -> Result<Vec<Bytes>, DecodeError> {
+    let mut reader = Reader::new(payload);
+    let count = reader.array_len()?;
+    let mut items = Vec::with_capacity(count);
+    for _ in 0..count {
+        items.push(reader.bulk()?);
+    }
+    reader.finish()?;
+    Ok(items)
+}
+
 /// Parses an optionally negative decimal integer of ASCII digits (no `+`, no spaces).
 pub fn parse_integer(digits: &[u8]) -> Result<i64, DecodeErrorKind> {
     let (negative, digits) = match digits.split_first() {

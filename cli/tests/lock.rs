@@ -148,7 +148,7 @@ async fn the_lock_is_renewed_while_the_command_outlives_its_ttl() {
     let (_server, tool, _client) = setup().await;
     let output = tool
         .run(
-            &["lock", "locks/c", "--ttl", "1s", "--", "sleep", "2.5"],
+            &["lock", "locks/c", "--ttl", "1500ms", "--", "sleep", "4"],
             b"",
         )
         .await;

@@ -28,15 +28,30 @@ pub async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Keys(args) => keys::run(args).await.map(done),
         Command::Watch(args) => watch::run(args).await.map(done),
         Command::Lock(args) => lock::run(args).await,
-        Command::Serve(args) => {
-            // The server listens for SIGINT only after printing its ready line; a SIGINT sent
-            // on seeing that line must not kill the process. tokio keeps the handler
-            // installed once registered.
-            let _interrupt = signal(SignalKind::interrupt())?;
-            Ok(statestore_server::cli::serve(&args).await)
-        }
+        Command::Serve(args) => serve(&args).await,
         Command::Tour => tour::run().await.map(done),
     }
+}
+
+/// `statestore serve`: `statestore-server`'s own program.
+///
+/// That program starts listening for SIGINT only after printing its ready line, so a SIGINT
+/// sent on seeing the line could be missed. This listener exists from the start; on SIGINT it
+/// asks the server to stop with SIGTERM, which the server listens for from its start.
+async fn serve(args: &statestore_server::cli::ServeArgs) -> Result<ExitCode, Failure> {
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let serve = statestore_server::cli::serve(args);
+    tokio::pin!(serve);
+    tokio::select! {
+        code = &mut serve => return Ok(code),
+        _ = interrupt.recv() => {
+            // SAFETY: kill(2) on our own process has no memory effects.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGTERM);
+            }
+        }
+    }
+    Ok(serve.await)
 }
 
 /// A client connected as the flags and environment say.

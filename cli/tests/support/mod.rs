@@ -92,7 +92,10 @@ pub async fn finish(mut command: Command, stdin: &[u8]) -> Output {
     let mut input = child.stdin.take().expect("piped stdin");
     input.write_all(stdin).await.expect("write stdin");
     drop(input);
-    child.wait_with_output().await.expect("wait for statestore")
+    tokio::time::timeout(STUCK, child.wait_with_output())
+        .await
+        .expect("statestore did not end within a minute")
+        .expect("wait for statestore")
 }
 
 /// Checks the status, and stderr: empty on success, one `statestore: error:` line otherwise.
@@ -180,18 +183,24 @@ impl Running {
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
     }
 
-    /// Waits for the end: status, the rest of stdout, and stderr.
+    /// Waits for the end: status, the rest of stdout, and stderr (fails if the tool is still
+    /// running after a minute).
     pub async fn finish(mut self) -> (Option<i32>, Vec<String>, String) {
-        let mut rest = Vec::new();
-        while let Some(line) = self.lines.next_line().await.expect("read stdout") {
-            rest.push(line);
-        }
-        let output = self.child.wait_with_output().await.expect("wait");
-        (
-            output.status.code(),
-            rest,
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        let ending = async {
+            let mut rest = Vec::new();
+            while let Some(line) = self.lines.next_line().await.expect("read stdout") {
+                rest.push(line);
+            }
+            let output = self.child.wait_with_output().await.expect("wait");
+            (
+                output.status.code(),
+                rest,
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        };
+        tokio::time::timeout(STUCK, ending)
+            .await
+            .expect("the tool did not end within a minute")
     }
 
     async fn stderr_so_far(&mut self) -> String {

@@ -65,7 +65,7 @@ async fn json_lines_with_binary_values_then_sigterm_ends_with_0() {
     let server = testing::embedded().await;
     let tool = Tool::new(server.local_addr());
     let writer = client(server.local_addr()).await;
-    let mut watch = tool.spawn(&["watch", "--json", "k"]);
+    let mut watch = tool.spawn(&["watch", "--json", "--timeout", "2s", "k"]);
     let ready = watch.json_line().await;
     assert_eq!(ready["event"], "ready");
     assert_eq!(ready["keys"], serde_json::json!(["k"]));
@@ -104,7 +104,7 @@ async fn json_lines_with_binary_values_then_sigterm_ends_with_0() {
 async fn a_broker_restart_is_survived_and_reported_as_a_resync() {
     let (mut broker, _server) = testing::on_mosquitto().await;
     let tool = Tool::new(broker.addr());
-    let mut watch = tool.spawn(&["watch", "--json", "k"]);
+    let mut watch = tool.spawn(&["watch", "--json", "--timeout", "2s", "k"]);
     assert_eq!(watch.json_line().await["event"], "ready");
     let options = ConnectOptions::new(broker.addr().ip().to_string(), broker.port()).reconnect(
         ReconnectPolicy {

@@ -210,14 +210,17 @@ pub async fn run(args: &ServeArgs) -> Result<(), ServerError> {
         Mode::Embedded { .. } => "embedded broker",
         Mode::External { .. } => "external broker",
     };
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    // Both handlers exist before the ready line: a signal sent on seeing it must not be lost.
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
     let server = Server::start(config).await?;
     println!(
         "statestore-server ready on {} ({kind})",
         server.local_addr()
     );
     tokio::select! {
-        interrupted = tokio::signal::ctrl_c() => interrupted?,
+        _ = interrupt.recv() => {}
         _ = terminate.recv() => {}
     }
     tracing::info!("shutting down");

@@ -9,7 +9,6 @@ mod watch;
 use std::process::ExitCode;
 
 use statestore::Client;
-use tokio::signal::unix::{signal, SignalKind};
 
 pub use keys::KeysArgs;
 
@@ -33,25 +32,9 @@ pub async fn run(command: Command) -> Result<ExitCode, Failure> {
     }
 }
 
-/// `statestore serve`: `statestore-server`'s own program.
-///
-/// That program starts listening for SIGINT only after printing its ready line, so a SIGINT
-/// sent on seeing the line could be missed. This listener exists from the start; on SIGINT it
-/// asks the server to stop with SIGTERM, which the server listens for from its start.
+/// `statestore serve`: `statestore-server`'s own program, which handles SIGINT and SIGTERM.
 async fn serve(args: &statestore_server::cli::ServeArgs) -> Result<ExitCode, Failure> {
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let serve = statestore_server::cli::serve(args);
-    tokio::pin!(serve);
-    tokio::select! {
-        code = &mut serve => return Ok(code),
-        _ = interrupt.recv() => {
-            // SAFETY: kill(2) on our own process has no memory effects.
-            unsafe {
-                libc::kill(libc::getpid(), libc::SIGTERM);
-            }
-        }
-    }
-    Ok(serve.await)
+    Ok(statestore_server::cli::serve(args).await)
 }
 
 /// A client connected as the flags and environment say.

@@ -131,12 +131,21 @@ impl Hlc {
 }
 
 impl fmt::Display for Hlc {
+    /// `{wallMs:0>15}:{counter:0>5}:{node}` without the formatting machinery: every response
+    /// and notification carries one, so this is on the server's hot path.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:0>15}:{:0>5}:{}",
-            self.wall_ms, self.counter, self.node
-        )
+        const ZEROS: &str = "000000000000000";
+        let mut wall = itoa::Buffer::new();
+        let wall = wall.format(self.wall_ms);
+        let mut counter = itoa::Buffer::new();
+        let counter = counter.format(self.counter);
+        f.write_str(&ZEROS[..15usize.saturating_sub(wall.len())])?;
+        f.write_str(wall)?;
+        f.write_str(":")?;
+        f.write_str(&ZEROS[..5usize.saturating_sub(counter.len())])?;
+        f.write_str(counter)?;
+        f.write_str(":")?;
+        f.write_str(&self.node)
     }
 }
 

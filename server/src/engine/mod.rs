@@ -36,6 +36,7 @@ mod clock;
 mod cursor;
 mod durable;
 mod expiry;
+mod fast_hash;
 mod fencing;
 mod glob;
 mod notify;

@@ -1,7 +1,7 @@
 //! KEYNOTIFY registrations per (client id, key), indexed both ways so that notifying a key's
 //! observers and dropping a disconnected client are both proportional to what they touch.
 
-use std::collections::{HashMap, HashSet};
+use super::fast_hash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;

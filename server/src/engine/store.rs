@@ -4,7 +4,9 @@
 //! The ordered index costs a `BTreeSet` insert when a key is created and a removal when it
 //! goes; reads and overwrites of existing keys do not touch it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use super::fast_hash::HashMap;
 use std::ops::Bound;
 
 use bytes::Bytes;

@@ -159,7 +159,8 @@ impl Reader {
             Some(_) => self.pos += 1,
         }
         let start = self.pos;
-        let window = &self.buf[start..self.buf.len().min(start + MAX_HEADER_LEN + 1)];
+        let end = self.buf.len().min(start + MAX_HEADER_LEN + 1);
+        let window = self.buf.get(start..end).unwrap_or_default();
         let len = match window.iter().position(|&b| b == b'\r') {
             Some(len) => len,
             None if window.len() > MAX_HEADER_LEN => {
@@ -172,7 +173,8 @@ impl Reader {
                 })
             }
         };
-        let value = parse_integer(&window[..len]).map_err(|kind| self.error(kind))?;
+        let digits = window.get(..len).unwrap_or_default();
+        let value = parse_integer(digits).map_err(|kind| self.error(kind))?;
         self.pos += len;
         self.crlf()?;
         Ok(value)

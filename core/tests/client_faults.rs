@@ -3,11 +3,15 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use statestore::protocol::Request;
 use statestore::{Client, Error, KeyEvent, Observation, SetOptions};
 use statestore_server::testing::{self, Mosquitto};
 use support::proxy::Proxy;
+use support::scripted::{Reply, Scripted};
 
 fn set() -> SetOptions {
     SetOptions::default()
@@ -24,12 +28,32 @@ async fn behind_proxy() -> (statestore_server::Server, Proxy, Client) {
 /// Skips `Set`/`Delete` events until the next `Resynced`, and returns its value.
 async fn next_resync(observation: &mut Observation) -> Option<bytes::Bytes> {
     loop {
-        match observation.next().await {
+        match support::next_event(observation).await {
             Some(KeyEvent::Resynced { value }) => return value.map(|v| v.value),
             Some(_) => continue,
             None => panic!("the observation ended instead of resyncing"),
         }
     }
+}
+
+/// Skips events until `value` is notified as set (or read by a resync: a resync that follows
+/// a later connection loss may report it instead of a notification).
+async fn until_set_to(observation: &mut Observation, value: &str) {
+    loop {
+        match support::next_event(observation).await {
+            Some(KeyEvent::Set { value: set, .. }) if set == value => return,
+            Some(KeyEvent::Resynced { value: Some(read) }) if read.value == value => return,
+            Some(_) => continue,
+            None => panic!("the observation ended before {value:?} was set"),
+        }
+    }
+}
+
+/// Waits for a spawned call, which its own timeout bounds.
+async fn joined<T>(call: tokio::task::JoinHandle<T>) -> T {
+    support::within("end of a call", call)
+        .await
+        .expect("the call's task")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,10 +79,10 @@ async fn without_a_session_writes_fail_as_lost_and_reads_are_retried() {
     proxy.swallow(false);
     proxy.cut();
 
-    let lost = write.await.unwrap().unwrap_err();
+    let lost = joined(write).await.unwrap_err();
     assert_eq!(lost, Error::ConnectionLost);
     assert!(lost.outcome_unknown());
-    let value = read.await.unwrap().unwrap().unwrap();
+    let value = joined(read).await.unwrap().unwrap();
     assert_eq!(
         value.value, "before",
         "the read was sent again and answered"
@@ -83,7 +107,7 @@ async fn with_a_resumed_session_a_write_in_flight_completes() {
     proxy.swallow(false);
     proxy.cut();
     // rumqttc re-sends the unacknowledged PUBLISH on the resumed session.
-    assert!(write.await.unwrap().unwrap().applied);
+    assert!(joined(write).await.unwrap().applied);
     assert_eq!(writer.get("k").await.unwrap().unwrap().value, "resent");
     assert!(proxy.accepted() >= 2, "it did reconnect");
 }
@@ -98,7 +122,10 @@ async fn observations_resync_after_a_cut_and_report_changes_made_meanwhile() {
     let mut second = client.observe("k").await.unwrap();
     let mut absent = client.observe("absent").await.unwrap();
     writer.set("k", "v1", set()).await.unwrap();
-    assert!(matches!(first.next().await, Some(KeyEvent::Set { .. })));
+    assert!(matches!(
+        support::next_event(&mut first).await,
+        Some(KeyEvent::Set { .. })
+    ));
 
     proxy.refuse(true);
     proxy.cut();
@@ -113,13 +140,7 @@ async fn observations_resync_after_a_cut_and_report_changes_made_meanwhile() {
     assert_eq!(next_resync(&mut absent).await, None);
     // Re-registered: later changes are notified again.
     writer.set("k", "v3", set()).await.unwrap();
-    loop {
-        match first.next().await {
-            Some(KeyEvent::Set { value, .. }) if value == "v3" => break,
-            Some(_) => continue,
-            None => panic!("observation ended"),
-        }
-    }
+    until_set_to(&mut first, "v3").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,7 +154,10 @@ async fn observations_resync_after_a_broker_restart() {
         .unwrap();
     let mut changes = client.observe("k").await.unwrap();
     writer.set("k", "v1", set()).await.unwrap();
-    assert!(matches!(changes.next().await, Some(KeyEvent::Set { .. })));
+    assert!(matches!(
+        support::next_event(&mut changes).await,
+        Some(KeyEvent::Set { .. })
+    ));
 
     let _broker = tokio::task::spawn_blocking(move || {
         broker.restart().expect("restart mosquitto");
@@ -145,22 +169,52 @@ async fn observations_resync_after_a_broker_restart() {
     // The state store (external mode) kept its data; our registration was lost with the
     // broker and is restored.
     assert_eq!(next_resync(&mut changes).await.unwrap(), "v1");
-    let rewrite = loop {
-        // The writer may still be reconnecting: its first attempts can time out.
-        match writer.set("k", "v2", set()).await {
-            Ok(result) => break result,
-            Err(error) if error.outcome_unknown() => continue,
-            Err(error) => panic!("{error}"),
+    let rewrite = support::within("write after the restart", async {
+        loop {
+            // The writer may still be reconnecting: its first attempts can time out.
+            match writer.set("k", "v2", set()).await {
+                Ok(result) => break result,
+                Err(error) if error.outcome_unknown() => continue,
+                Err(error) => panic!("{error}"),
+            }
         }
-    };
+    })
+    .await;
     assert!(rewrite.applied);
-    loop {
-        match changes.next().await {
-            Some(KeyEvent::Set { value, .. }) if value == "v2" => break,
-            Some(_) => continue,
-            None => panic!("observation ended"),
+    until_set_to(&mut changes, "v2").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_re_registration_is_sent_again_without_waiting_for_the_call_timeout() {
+    let broker = Mosquitto::start().unwrap();
+    let registrations = Arc::new(AtomicUsize::new(0));
+    let _service = Scripted::start(broker.addr(), {
+        let registrations = registrations.clone();
+        move |request| match request.request {
+            // The first re-registration is lost, like one sent after a broker restart before
+            // the state store has resubscribed.
+            Request::KeyNotify { stop: false, .. }
+                if registrations.fetch_add(1, Ordering::SeqCst) == 1 =>
+            {
+                None
+            }
+            Request::Get { .. } => Some(Reply::ok(b"$1\r\nv\r\n")),
+            _ => Some(Reply::ok(b"+OK\r\n")),
         }
-    }
+    })
+    .await;
+    let proxy = Proxy::start(broker.addr()).await;
+    // A call timeout far beyond the test's deadline: only an early retry resyncs in time.
+    let options = support::options(proxy.addr()).default_timeout(Duration::from_secs(600));
+    let client = Client::connect(options).await.unwrap();
+    let mut changes = client.observe("k").await.unwrap();
+
+    proxy.cut();
+    assert_eq!(next_resync(&mut changes).await.unwrap(), "v");
+    assert!(
+        registrations.load(Ordering::SeqCst) >= 3,
+        "registered again"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -199,7 +253,7 @@ async fn close_during_an_outage_is_prompt() {
         async move { client.get("k").await }
     });
     client.close().await.unwrap();
-    assert_eq!(call.await.unwrap(), Err(Error::Closed));
+    assert_eq!(joined(call).await, Err(Error::Closed));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

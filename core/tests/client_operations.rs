@@ -93,8 +93,11 @@ async fn expiry_deletes_the_key_and_notifies() {
         .set("ttl", "soon gone", set().expiry(Duration::from_millis(50)))
         .await
         .unwrap();
-    assert!(matches!(changes.next().await, Some(KeyEvent::Set { .. })));
-    match changes.next().await {
+    assert!(matches!(
+        support::next_event(&mut changes).await,
+        Some(KeyEvent::Set { .. })
+    ));
+    match support::next_event(&mut changes).await {
         Some(KeyEvent::Delete { version }) => assert!(version.is_some()),
         other => panic!("expected the expiry's DELETE, got {other:?}"),
     }
@@ -306,7 +309,7 @@ async fn notifications_of_set_and_delete_with_versions() {
     assert_eq!(changes.key(), "watched");
     let written = writer.set("watched", "v1", set()).await.unwrap();
     assert_eq!(
-        changes.next().await,
+        support::next_event(&mut changes).await,
         Some(KeyEvent::Set {
             value: Bytes::from_static(b"v1"),
             version: written.version
@@ -314,13 +317,13 @@ async fn notifications_of_set_and_delete_with_versions() {
     );
     writer.delete("watched", del()).await.unwrap();
     assert!(matches!(
-        changes.next().await,
+        support::next_event(&mut changes).await,
         Some(KeyEvent::Delete { version: Some(_) })
     ));
     // Other keys are not reported.
     writer.set("other", "x", set()).await.unwrap();
     writer.set("watched", "v2", set()).await.unwrap();
-    match changes.next().await {
+    match support::next_event(&mut changes).await {
         Some(KeyEvent::Set { value, .. }) => assert_eq!(value, "v2"),
         other => panic!("{other:?}"),
     }
@@ -333,17 +336,23 @@ async fn observers_of_one_key_share_the_registration() {
     let mut first = client.observe("shared").await.unwrap();
     let mut second = client.observe("shared").await.unwrap();
     writer.set("shared", "a", set()).await.unwrap();
-    assert!(matches!(first.next().await, Some(KeyEvent::Set { .. })));
-    assert!(matches!(second.next().await, Some(KeyEvent::Set { .. })));
+    assert!(matches!(
+        support::next_event(&mut first).await,
+        Some(KeyEvent::Set { .. })
+    ));
+    assert!(matches!(
+        support::next_event(&mut second).await,
+        Some(KeyEvent::Set { .. })
+    ));
     drop(first);
     writer.set("shared", "b", set()).await.unwrap();
-    match second.next().await {
+    match support::next_event(&mut second).await {
         Some(KeyEvent::Set { value, .. }) => assert_eq!(value, "b"),
         other => panic!("{other:?}"),
     }
     // unobserve ends every observation of the key.
     client.unobserve("shared").await.unwrap();
-    assert_eq!(second.next().await, None);
+    assert_eq!(support::next_event(&mut second).await, None);
     client.unobserve("never-observed").await.unwrap();
 }
 
@@ -373,7 +382,10 @@ async fn client_ids_are_used_or_generated() {
     // The generated id works for notifications (it is part of the topic).
     let mut changes = a.observe("k").await.unwrap();
     b.set("k", "v", set()).await.unwrap();
-    assert!(matches!(changes.next().await, Some(KeyEvent::Set { .. })));
+    assert!(matches!(
+        support::next_event(&mut changes).await,
+        Some(KeyEvent::Set { .. })
+    ));
 }
 
 #[tokio::test]
@@ -400,7 +412,7 @@ async fn close_fails_later_calls_and_ends_observations() {
     let clone = client.clone();
     client.close().await.unwrap();
     assert!(clone.is_closed());
-    assert_eq!(changes.next().await, None);
+    assert_eq!(support::next_event(&mut changes).await, None);
     assert_eq!(clone.get("k").await, Err(Error::Closed));
     assert_eq!(
         clone.set("k", "v", set()).await.map(drop),

@@ -318,7 +318,7 @@ async fn one_keynotify_per_key_and_stop_after_the_last_observer() {
     assert_eq!(keynotify(&service, false), 2, "one per key");
     drop(first);
     drop(second);
-    stopped.notified().await;
+    support::within("KEYNOTIFY STOP", stopped.notified()).await;
     assert!(stop_seen.load(Ordering::SeqCst));
     assert_eq!(keynotify(&service, true), 1);
     let again = client.observe("k").await.unwrap();

@@ -218,6 +218,14 @@ impl Observers {
     }
 }
 
+/// How long the first re-registration after a reconnect waits for its answer before asking
+/// again; each later attempt waits twice as long as the one before, up to the call timeout.
+///
+/// After a broker restart the state store may not have resubscribed yet: a KEYNOTIFY sent
+/// before it has is lost, and waiting a whole call timeout for its answer would leave the
+/// observations deaf for that long. Asking again is safe: a registration is idempotent.
+const RESYNC_FIRST_ATTEMPT: Duration = Duration::from_millis(250);
+
 fn keynotify(key: Bytes, stop: bool) -> Call<'static> {
     Call {
         request: Request::KeyNotify { key, stop },
@@ -287,14 +295,16 @@ pub(crate) async fn resync(shared: Arc<Shared>) {
     for key in shared.observers.keys() {
         let shared = shared.clone();
         tasks.spawn(async move {
+            let mut attempt = RESYNC_FIRST_ATTEMPT.min(shared.default_timeout);
             loop {
                 if shared.current_connection() != connection || shared.is_closed() {
                     return; // A newer connection resyncs on its own.
                 }
-                match resync_key(&shared, &key).await {
+                match resync_key(&shared, &key, attempt).await {
                     Ok(()) => return,
                     Err(error) if error.outcome_unknown() => {
                         tracing::debug!(%error, "resync of an observed key interrupted: retrying");
+                        attempt = attempt.saturating_mul(2).min(shared.default_timeout);
                     }
                     Err(error) => {
                         tracing::warn!(%error, "cannot re-register an observed key after a reconnect");
@@ -307,11 +317,16 @@ pub(crate) async fn resync(shared: Arc<Shared>) {
     while tasks.join_next().await.is_some() {}
 }
 
-async fn resync_key(shared: &Shared, key: &Bytes) -> Result<()> {
+/// Re-registers `key`, waiting at most `attempt` for the service's answer, then reads it.
+async fn resync_key(shared: &Shared, key: &Bytes, attempt: Duration) -> Result<()> {
     if !shared.observers.contains(key) {
         return Ok(());
     }
-    expect_ok(&shared.call(keynotify(key.clone(), false)).await?.response)?;
+    let register = Call {
+        timeout: Some(attempt),
+        ..keynotify(key.clone(), false)
+    };
+    expect_ok(&shared.call(register).await?.response)?;
     let answer = shared.call(super::get_call(key.clone(), None)).await?;
     let value = super::value_of(answer)?;
     shared.observers.deliver(key, KeyEvent::Resynced { value });

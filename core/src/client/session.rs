@@ -35,16 +35,18 @@ enum Subscribed {
 
 pub(crate) async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver<SessionEvent>) {
     let mut first = true;
+    let mut session = SessionSubscriptions::default();
     let mut next = events.recv().await;
     while let Some(event) = next.take() {
         if let SessionEvent::Connected { session_present } = event {
-            let subscribed = if first || !session_present {
+            let subscribed = if session.needed(session_present) {
                 subscribe(&shared, &mut events).await
             } else {
                 Subscribed::Yes
             };
             match subscribed {
                 Subscribed::Yes => {
+                    session.acknowledged();
                     shared.set_link(LinkState::Ready);
                     if !first {
                         tokio::spawn(observe::resync(shared.clone()));
@@ -67,6 +69,32 @@ pub(crate) async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver
             }
         }
         next = events.recv().await;
+    }
+}
+
+/// Whether the broker's session holds the client's subscriptions.
+///
+/// A resumed session is not enough: a SUBSCRIBE cut off by a connection loss may never have
+/// reached the broker, and a session resumed after that would leave the client deaf to its
+/// responses (every call timing out, observations never resynced) for as long as it lasts.
+#[derive(Debug, Default)]
+struct SessionSubscriptions {
+    /// A SUBACK confirmed the subscriptions in the current session.
+    acknowledged: bool,
+}
+
+impl SessionSubscriptions {
+    /// A connection is up: whether to subscribe on it.
+    fn needed(&mut self, session_present: bool) -> bool {
+        if !session_present {
+            self.acknowledged = false;
+        }
+        !self.acknowledged
+    }
+
+    /// The broker confirmed the subscriptions (or the session already had them).
+    fn acknowledged(&mut self) {
+        self.acknowledged = true;
     }
 }
 
@@ -106,4 +134,26 @@ fn check_suback(shared: &Shared, codes: &[SubscribeReasonCode]) -> Subscribed {
         )));
     }
     Subscribed::Yes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionSubscriptions;
+
+    #[test]
+    fn subscribes_until_a_session_has_acknowledged_the_subscriptions() {
+        let mut session = SessionSubscriptions::default();
+        assert!(session.needed(false), "first connection");
+        // That SUBSCRIBE was cut off: the resumed session may not have it.
+        assert!(session.needed(true));
+        session.acknowledged();
+        assert!(!session.needed(true), "a resumed session keeps them");
+        assert!(session.needed(false), "a new session has none");
+        assert!(
+            session.needed(true),
+            "nor has that session, resumed before its SUBACK"
+        );
+        session.acknowledged();
+        assert!(!session.needed(true));
+    }
 }

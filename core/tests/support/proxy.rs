@@ -84,14 +84,18 @@ impl Proxy {
 
     /// Waits until at least `bytes` bytes have been swallowed.
     pub async fn swallowed_at_least(&self, bytes: u64) {
-        self.wait(|c| c.swallowed.load(Ordering::SeqCst) >= bytes)
-            .await;
+        self.wait(&format!("{bytes} swallowed bytes"), |c| {
+            c.swallowed.load(Ordering::SeqCst) >= bytes
+        })
+        .await;
     }
 
     /// Waits until at least `count` connections have been accepted in total.
     pub async fn accepted_at_least(&self, count: u64) {
-        self.wait(|c| c.accepted.load(Ordering::SeqCst) >= count)
-            .await;
+        self.wait(&format!("{count} accepted connections"), |c| {
+            c.accepted.load(Ordering::SeqCst) >= count
+        })
+        .await;
     }
 
     /// Bytes swallowed so far.
@@ -102,7 +106,10 @@ impl Proxy {
     /// Waits until `count` connections have ended; returns the last bytes (at most 16) the
     /// client sent on the latest one.
     pub async fn ended(&self, count: u64) -> Vec<u8> {
-        self.wait(|c| c.ended.load(Ordering::SeqCst) >= count).await;
+        self.wait(&format!("{count} ended connections"), |c| {
+            c.ended.load(Ordering::SeqCst) >= count
+        })
+        .await;
         self.control.last_bytes.lock().unwrap().clone()
     }
 
@@ -111,14 +118,17 @@ impl Proxy {
         self.control.accepted.load(Ordering::SeqCst)
     }
 
-    async fn wait(&self, done: impl Fn(&Control) -> bool) {
-        loop {
-            let changed = self.control.changed.notified();
-            if done(&self.control) {
-                return;
+    async fn wait(&self, what: &str, done: impl Fn(&Control) -> bool) {
+        super::within(what, async {
+            loop {
+                let changed = self.control.changed.notified();
+                if done(&self.control) {
+                    return;
+                }
+                changed.await;
             }
-            changed.await;
-        }
+        })
+        .await;
     }
 }
 

@@ -83,13 +83,16 @@ impl SatBroker {
 
     /// Waits until `token` has been presented.
     pub async fn presented(&self, token: &[u8]) {
-        loop {
-            let changed = self.auth.changed.notified();
-            if self.auth.seen.lock().unwrap().iter().any(|t| t == token) {
-                return;
+        super::within("presentation of the token", async {
+            loop {
+                let changed = self.auth.changed.notified();
+                if self.auth.seen.lock().unwrap().iter().any(|t| t == token) {
+                    return;
+                }
+                changed.await;
             }
-            changed.await;
-        }
+        })
+        .await;
     }
 
     /// Every token presented so far.

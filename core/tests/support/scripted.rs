@@ -114,14 +114,20 @@ impl Scripted {
 
     /// Waits until `count` requests have arrived.
     pub async fn wait_received(&self, count: usize) -> Vec<Received> {
-        loop {
-            let arrived = self.arrived.notified();
-            let received = self.received();
-            if received.len() >= count {
-                return received;
-            }
-            arrived.await;
-        }
+        super::within(
+            &format!("{count} requests at the scripted service"),
+            async {
+                loop {
+                    let arrived = self.arrived.notified();
+                    let received = self.received();
+                    if received.len() >= count {
+                        return received;
+                    }
+                    arrived.await;
+                }
+            },
+        )
+        .await
     }
 }
 

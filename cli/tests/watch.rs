@@ -128,14 +128,19 @@ async fn a_broker_restart_is_survived_and_reported_as_a_resync() {
     assert_eq!(event["event"], "resynced", "{event}");
     assert_eq!(event["value"], "v1");
     // And it goes on: a later change arrives.
-    loop {
-        match writer.set("k", "v2", SetOptions::default()).await {
-            Ok(_) => break,
-            // The writer may still be reconnecting.
-            Err(error) if error.outcome_unknown() => continue,
-            Err(error) => panic!("{error}"),
+    // The writer may still be reconnecting: retry calls whose outcome is unknown, for a bounded time.
+    let retrying = async {
+        loop {
+            match writer.set("k", "v2", SetOptions::default()).await {
+                Ok(_) => break,
+                Err(error) if error.outcome_unknown() => continue,
+                Err(error) => panic!("{error}"),
+            }
         }
-    }
+    };
+    tokio::time::timeout(Duration::from_secs(60), retrying)
+        .await
+        .expect("the writer could set the key within 60 s of the broker restart");
     loop {
         let event = watch.json_line().await;
         if event["event"] == "set" && event["value"] == "v2" {

@@ -14,7 +14,8 @@ use statestore_server::testing;
 use support::proxy::Proxy;
 use tokio::sync::mpsc;
 
-const TTL: Duration = Duration::from_millis(500);
+// Long enough that a starved 2-core machine does not let a live leader's lease expire.
+const TTL: Duration = Duration::from_millis(1500);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_at_a_time_and_failover_when_the_leader_dies() {
@@ -26,7 +27,10 @@ async fn one_leader_at_a_time_and_failover_when_the_leader_dies() {
         .observe()
         .await
         .unwrap();
-    assert_eq!(changes.next().await, Some(LeaderEvent::Vacant));
+    assert_eq!(
+        support::within("a leadership change", changes.next()).await,
+        Some(LeaderEvent::Vacant)
+    );
 
     let leaders = Arc::new(AtomicUsize::new(0));
     let (elected, mut elected_rx) = mpsc::unbounded_channel::<(Bytes, Client)>();
@@ -53,10 +57,15 @@ async fn one_leader_at_a_time_and_failover_when_the_leader_dies() {
 
     let mut order = Vec::new();
     for _ in 0..CANDIDATES {
-        let (leader, client) = elected_rx.recv().await.expect("a leader is elected");
+        let (leader, client) = support::within("an election", elected_rx.recv())
+            .await
+            .expect("a leader is elected");
         // The stream shows the same leader (after a vacancy, except for the first one).
         loop {
-            match changes.next().await.expect("stream open") {
+            match support::within("a leadership change", changes.next())
+                .await
+                .expect("stream open")
+            {
                 LeaderEvent::Elected { leader: shown } => {
                     assert_eq!(shown, leader);
                     break;
@@ -72,7 +81,10 @@ async fn one_leader_at_a_time_and_failover_when_the_leader_dies() {
     order.sort();
     order.dedup();
     assert_eq!(order.len(), CANDIDATES, "every candidate led once");
-    assert_eq!(changes.next().await, Some(LeaderEvent::Vacant));
+    assert_eq!(
+        support::within("a leadership change", changes.next()).await,
+        Some(LeaderEvent::Vacant)
+    );
     for candidate in candidates {
         candidate.await.unwrap();
     }
@@ -96,7 +108,7 @@ async fn resigning_hands_leadership_to_a_waiting_candidate() {
     });
     let mut changes = b.observe().await.unwrap();
     assert_eq!(
-        changes.next().await,
+        support::within("a leadership change", changes.next()).await,
         Some(LeaderEvent::Elected { leader: "a".into() })
     );
     a.resign().await.unwrap();
@@ -106,9 +118,12 @@ async fn resigning_hands_leadership_to_a_waiting_candidate() {
     assert!(b_term > a_term);
     assert!(b.is_leader());
     assert_eq!(a.leader().await.unwrap(), Some("b".into()));
-    assert_eq!(changes.next().await, Some(LeaderEvent::Vacant));
     assert_eq!(
-        changes.next().await,
+        support::within("a leadership change", changes.next()).await,
+        Some(LeaderEvent::Vacant)
+    );
+    assert_eq!(
+        support::within("a leadership change", changes.next()).await,
         Some(LeaderEvent::Elected { leader: "b".into() })
     );
     // Renewals of the same leader are not changes.

@@ -22,7 +22,7 @@ fn eager(options: ConnectOptions) -> ConnectOptions {
 /// Waits for the next SET of `key` to `holder` (a renewal), skipping other events.
 async fn next_renewal(changes: &mut Observation, holder: &str) {
     loop {
-        match changes.next().await {
+        match support::next_event(changes).await {
             Some(KeyEvent::Set { value, .. }) if value == holder => return,
             Some(_) => continue,
             None => panic!("the observation ended"),
@@ -127,7 +127,7 @@ async fn renewal_survives_a_mosquitto_restart() {
     // The watcher's observation is restored, then renewals go on; the lease never changed
     // state meanwhile.
     loop {
-        match changes.next().await {
+        match support::next_event(&mut changes).await {
             Some(KeyEvent::Resynced { value }) => {
                 assert_eq!(value.map(|v| v.value), Some("holder".into()));
                 break;

@@ -1,5 +1,8 @@
 //! Engine rules, driven through payloads exactly as the service layer drives them.
 
+#[path = "support/wire.rs"]
+mod wire;
+
 use bytes::Bytes;
 use statestore::protocol::{Hlc, Notification, Response, ServiceError};
 use statestore_server::engine::{Engine, EngineConfig, Notice, Outcome, RequestContext};
@@ -56,15 +59,7 @@ impl Req {
     }
 }
 
-fn resp(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
+use wire::resp;
 
 fn hlc(wall_ms: u64, counter: u64, node: &str) -> String {
     Hlc {

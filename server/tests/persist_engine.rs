@@ -1,6 +1,9 @@
 //! The engine's side of persistence: which requests produce which durable changes, and what
 //! a restored key is.
 
+#[path = "support/wire.rs"]
+mod wire;
+
 use bytes::Bytes;
 use statestore::protocol::{Hlc, Response, ServiceError};
 use statestore_server::engine::{
@@ -10,13 +13,7 @@ use statestore_server::engine::{
 const NOW: u64 = 1_700_000_000_000;
 
 fn resp(args: &[&[u8]]) -> Bytes {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-    Bytes::from(out)
+    Bytes::from(wire::resp(args))
 }
 
 fn hlc(wall_ms: u64, counter: u64, node: &str) -> Hlc {

@@ -2,6 +2,9 @@
 //! paging while keys come and go, every glob feature, binary keys, page bounds, expiry and
 //! malformed tokens.
 
+#[path = "support/wire.rs"]
+mod wire;
+
 use std::collections::BTreeSet;
 
 use bytes::Bytes;
@@ -11,13 +14,7 @@ use statestore_server::engine::{Engine, EngineConfig, RequestContext, INVALID_TO
 const NOW: u64 = 1_700_000_000_000;
 
 fn resp(args: &[&[u8]]) -> Bytes {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-    Bytes::from(out)
+    Bytes::from(wire::resp(args))
 }
 
 struct Store {

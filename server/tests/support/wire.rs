@@ -1,4 +1,6 @@
-//! Hand-written protocol bytes, independent of the crate's codec.
+//! Hand-written protocol bytes, independent of the crate's codec. Also included alone (by
+//! `#[path]`) by the engine tests, which use only part of it.
+#![allow(dead_code)]
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -1,0 +1,1 @@
+//! The C ABI of the statestore client: `libstatestore` and `include/statestore.h`.

@@ -1,0 +1,1 @@
+//! The statestore Node addon.

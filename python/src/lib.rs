@@ -1,0 +1,1 @@
+//! The `statestore._native` Python extension module.

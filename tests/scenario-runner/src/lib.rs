@@ -1,0 +1,1 @@
+//! The shared scenarios of `tests/scenarios`: their format and the Rust runners.

@@ -34,7 +34,7 @@ mod lock;
 pub use election::Election;
 pub use keys::Keys;
 pub use lease::Lease;
-pub use lock::{Lock, LockGuard};
+pub use lock::{Lock, LockGuard, UpdateTxn};
 
 /// A blocking state store client. Cheap to clone, safe to share across threads; see the
 /// [module documentation](self).

@@ -62,8 +62,11 @@
 //! - [`protocol`]: the wire format (RESP-like payloads, hybrid logical clocks, topics and
 //!   MQTT user properties). It has no I/O and is shared with `statestore-server`.
 //! - [`runtime`]: the internal tokio runtime of the blocking API and the bindings.
+//! - `bindings` (feature `bindings`): what the C, Python and Node bindings share.
 #![warn(missing_docs)]
 
+#[cfg(feature = "bindings")]
+pub mod bindings;
 #[cfg(feature = "client")]
 pub mod blocking;
 #[cfg(feature = "client")]
@@ -80,7 +83,7 @@ pub use client::{
     Authentication, Client, ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, KeyEvent,
     Keys, Observation, ReconnectPolicy, SetOptions, SetResult, TlsOptions, Value,
 };
-pub use error::{Error, ErrorCode};
+pub use error::{Error, ErrorCategory, ErrorCode, ErrorInfo};
 #[cfg(feature = "client")]
 pub use lease::{Election, Lease, Lock, LockGuard};
 pub use protocol::{Hlc, ServiceError, SetCondition};

@@ -4,7 +4,19 @@
 //! A forked child inherits the parent's runtime object but none of its worker threads, so the
 //! runtime is keyed by process id: the first use in a new process builds a fresh runtime and
 //! leaks the inherited one (dropping it would wait for threads that do not exist).
+//!
+//! # Where blocking calls may run
+//!
+//! [`block_on`] polls the future on the calling thread (the runtime's timers and sockets are
+//! driven by its own threads), so it never nests one runtime inside another and works on any
+//! plain thread, including a `tokio::task::spawn_blocking` thread of another runtime. It
+//! refuses with [`Error::Runtime`] where blocking would stall an executor: on a thread that is
+//! running a runtime's `block_on` (the body of `#[tokio::main]`) and on the library's own
+//! runtime threads. Inside a task spawned on another runtime's worker thread the call cannot be
+//! told apart from `spawn_blocking` (tokio offers no way to ask), so it blocks that worker until
+//! it completes; it cannot deadlock, since the work runs on the internal runtime.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +34,12 @@ static RUNTIME: Lazy<Mutex<Option<Owned>>> = Lazy::new(|| Mutex::new(None));
 /// leave the cores to the application.
 const WORKER_THREADS: usize = 2;
 
+thread_local! {
+    /// Set on the internal runtime's threads: a blocking wait there could starve the very
+    /// tasks it waits for.
+    static INTERNAL_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
 /// The internal runtime of this process, built on first use (and again after `fork`).
 pub fn runtime() -> Result<Arc<Runtime>> {
     let pid = std::process::id();
@@ -35,6 +53,7 @@ pub fn runtime() -> Result<Arc<Runtime>> {
         Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("statestore-rt")
+            .on_thread_start(|| INTERNAL_THREAD.with(|flag| flag.set(true)))
             .enable_all()
             .build()
             .map_err(|e| Error::Runtime(format!("cannot start the internal runtime: {e}")))?,
@@ -51,18 +70,29 @@ pub fn handle() -> Result<Handle> {
     Ok(runtime()?.handle().clone())
 }
 
-/// Runs `future` to completion on the internal runtime, blocking the calling thread.
+/// Runs `future` to completion, blocking the calling thread; the future may use the internal
+/// runtime's timers, sockets and `spawn`.
 ///
-/// Fails with [`Error::Runtime`] instead of panicking when called from inside an async runtime
-/// (blocking there would stall that runtime's worker thread).
+/// Fails with [`Error::Runtime`] instead of blocking where that would stall an executor (see
+/// the [module documentation](self)).
 pub fn block_on<F: Future>(future: F) -> Result<F::Output> {
-    ensure_not_async()?;
-    Ok(runtime()?.block_on(future))
+    ensure_blocking_allowed()?;
+    let handle = handle()?;
+    let _context = handle.enter();
+    Ok(pollster::block_on(future))
 }
 
-/// Fails if the calling thread is inside a tokio runtime.
-pub(crate) fn ensure_not_async() -> Result<()> {
-    if Handle::try_current().is_ok() {
+/// Fails where a blocking wait would stall an executor: on the internal runtime's threads, and
+/// on a thread inside a runtime's `block_on` (a runtime context outside any task).
+pub(crate) fn ensure_blocking_allowed() -> Result<()> {
+    if INTERNAL_THREAD.with(Cell::get) {
+        return Err(Error::Runtime(
+            "a blocking call was made on one of the library's own runtime threads, where it \
+             could wait for itself: use the async API there"
+                .into(),
+        ));
+    }
+    if Handle::try_current().is_ok() && tokio::task::try_id().is_none() {
         return Err(Error::Runtime(
             "a blocking call was made from inside an async runtime, where it would block a worker \
              thread: use the async `statestore::Client` there, or call from a plain thread \
@@ -91,6 +121,34 @@ mod tests {
             .build()
             .unwrap();
         let result = rt.block_on(async { block_on(async { 1 }) });
+        assert!(matches!(result, Err(Error::Runtime(_))), "{result:?}");
+    }
+
+    #[test]
+    fn blocking_on_a_spawn_blocking_thread_works() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let result = rt.block_on(async {
+            tokio::task::spawn_blocking(|| {
+                block_on(async {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    3
+                })
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(result.unwrap(), 3);
+    }
+
+    #[test]
+    fn blocking_on_an_internal_thread_is_an_error() {
+        let result = runtime()
+            .unwrap()
+            .block_on(async { tokio::spawn(async { block_on(async { 1 }) }).await })
+            .unwrap();
         assert!(matches!(result, Err(Error::Runtime(_))), "{result:?}");
     }
 }

@@ -225,14 +225,12 @@ async fn state_changes_can_be_awaited() {
     let (_server, client) = support::embedded().await;
     let lease = Lease::new(&client, "lease", "me").unwrap();
     let mut states = lease.watch();
-    assert_eq!(*states.borrow_and_update(), LeaseState::NotHeld);
+    assert_eq!(states.current(), LeaseState::NotHeld);
     assert_eq!(lease.lost().await, None, "not held: returns at once");
     let token = lease.acquire(TTL).await.unwrap();
-    states.changed().await.unwrap();
-    assert_eq!(*states.borrow_and_update(), LeaseState::Held { token });
+    assert_eq!(states.changed().await, Some(LeaseState::Held { token }));
     lease.release().await.unwrap();
-    states.changed().await.unwrap();
-    assert_eq!(*states.borrow_and_update(), LeaseState::NotHeld);
+    assert_eq!(states.changed().await, Some(LeaseState::NotHeld));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -163,3 +163,45 @@ async fn a_guard_reports_its_state_until_released() {
     assert!(lost.is_err(), "held: lost() keeps waiting");
     guard.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_phase_update_holds_the_lock_between_read_and_write() {
+    let (_server, client) = support::embedded().await;
+    let lock = Lock::new(&client, "lock", TTL).unwrap();
+    client
+        .set("counter", "41", SetOptions::default())
+        .await
+        .unwrap();
+    let txn = lock.begin_update("counter").await.unwrap();
+    assert_eq!(txn.key(), "counter");
+    assert_eq!(txn.old_value().map(|v| &v[..]), Some(&b"41"[..]));
+    assert!(
+        lock.try_lock().await.unwrap().is_none(),
+        "held between the phases"
+    );
+    let token = txn.fencing_token().clone();
+    assert_eq!(
+        txn.commit(Some("42".into())).await.unwrap(),
+        Some("42".into())
+    );
+    assert_eq!(lock.holder().await.unwrap(), None, "released by the commit");
+    // The write carried the token: an unfenced write is now refused.
+    assert_eq!(
+        client.set("counter", "0", SetOptions::default()).await,
+        Err(Error::Service(ServiceError::FencingTokenRequired))
+    );
+    let version = client.get("counter").await.unwrap().and_then(|v| v.version);
+    assert!(
+        version > Some(token),
+        "the key moved past the token that fenced it"
+    );
+
+    let txn = lock.begin_update("counter").await.unwrap();
+    txn.abort().await.unwrap();
+    assert_eq!(lock.holder().await.unwrap(), None, "released by the abort");
+    assert_eq!(
+        client.get("counter").await.unwrap().map(|v| v.value),
+        Some("42".into()),
+        "an abort writes nothing"
+    );
+}

@@ -156,11 +156,64 @@ impl Lock {
         self.client.run(self.lock.update(key, f))
     }
 
+    /// Acquires the lock and reads `key`: the first half of [`Lock::update`], for callers
+    /// that cannot pass a closure; see [`crate::lease::Lock::begin_update`].
+    ///
+    /// ```no_run
+    /// # use statestore::blocking::Lock;
+    /// # fn demo(lock: Lock) -> statestore::Result<()> {
+    /// let txn = lock.begin_update("greeting")?;
+    /// let new = txn.old_value().is_none().then(|| "hello".into());
+    /// txn.commit(new)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn begin_update(&self, key: impl Into<Bytes>) -> Result<UpdateTxn> {
+        Ok(UpdateTxn {
+            txn: self.client.run(self.lock.begin_update(key))?,
+            client: self.client.clone(),
+        })
+    }
+
     fn guard(&self, guard: crate::lease::LockGuard) -> LockGuard {
         LockGuard {
             guard,
             client: self.client.clone(),
         }
+    }
+}
+
+/// A [`Lock::begin_update`] in progress; see [`crate::lease::UpdateTxn`].
+#[derive(Debug)]
+pub struct UpdateTxn {
+    txn: crate::lease::UpdateTxn,
+    client: Client,
+}
+
+impl UpdateTxn {
+    /// The key being updated.
+    pub fn key(&self) -> &Bytes {
+        self.txn.key()
+    }
+
+    /// The key's value when the lock was taken (`None`: absent).
+    pub fn old_value(&self) -> Option<&Bytes> {
+        self.txn.old_value()
+    }
+
+    /// The fencing token the write will carry.
+    pub fn fencing_token(&self) -> &Hlc {
+        self.txn.fencing_token()
+    }
+
+    /// Writes `new_value` fenced (`None`: delete), releases the lock; see
+    /// [`crate::lease::UpdateTxn::commit`].
+    pub fn commit(self, new_value: Option<Bytes>) -> Result<Option<Bytes>> {
+        self.client.run(self.txn.commit(new_value))
+    }
+
+    /// Releases the lock without writing.
+    pub fn abort(self) -> Result<()> {
+        self.client.run(self.txn.abort())
     }
 }
 

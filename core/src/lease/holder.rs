@@ -442,19 +442,21 @@ impl Lease {
         state.ok().and_then(|state| state.loss().cloned())
     }
 
-    /// A receiver of the lease's state, to await every change.
+    /// A watch of the lease's state, to await every change.
     ///
     /// ```no_run
     /// # use statestore::lease::Lease;
     /// # async fn demo(lease: Lease) {
     /// let mut states = lease.watch();
-    /// while states.changed().await.is_ok() {
-    ///     println!("now {:?}", *states.borrow_and_update());
+    /// while let Some(state) = states.changed().await {
+    ///     println!("now {state:?}");
     /// }
     /// # }
     /// ```
-    pub fn watch(&self) -> watch::Receiver<LeaseState> {
-        self.inner.state.subscribe()
+    pub fn watch(&self) -> LeaseWatch {
+        LeaseWatch {
+            states: self.inner.state.subscribe(),
+        }
     }
 
     /// After an acquisition attempt was cut short: its SET may have applied unseen.
@@ -646,5 +648,31 @@ impl Drop for Inner {
                 }
             });
         }
+    }
+}
+
+/// The state changes of a [`Lease`], from [`Lease::watch`].
+#[derive(Debug, Clone)]
+pub struct LeaseWatch {
+    states: watch::Receiver<LeaseState>,
+}
+
+impl LeaseWatch {
+    /// The state now.
+    pub fn current(&self) -> LeaseState {
+        self.states.borrow().clone()
+    }
+
+    /// Whether the state changed since the watch began or [`LeaseWatch::changed`] last
+    /// returned.
+    pub fn has_changed(&self) -> bool {
+        self.states.has_changed().unwrap_or(false)
+    }
+
+    /// Waits for the next change and returns the new state; `None` once every handle of the
+    /// lease is gone.
+    pub async fn changed(&mut self) -> Option<LeaseState> {
+        self.states.changed().await.ok()?;
+        Some(self.states.borrow_and_update().clone())
     }
 }

@@ -300,8 +300,8 @@ impl LockGuard {
         self.lease.release().await.map(|_| ())
     }
 
-    /// The lease behind the guard.
-    pub(crate) fn lease(&self) -> &Lease {
+    /// The lease behind the guard (its state, its loss signal).
+    pub fn lease(&self) -> &Lease {
         &self.lease
     }
 

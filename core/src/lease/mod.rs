@@ -106,6 +106,7 @@ mod state;
 mod update;
 
 pub use election::{Election, LeaderEvent, LeaderObservation};
-pub use holder::Lease;
+pub use holder::{Lease, LeaseWatch};
 pub use lock::{Lock, LockGuard};
 pub use state::{AcquireOutcome, LeaseState, Loss, LossReason};
+pub use update::UpdateTxn;

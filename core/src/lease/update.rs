@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use super::lock::{Lock, LockGuard};
 use crate::client::{Client, DeleteOptions, SetOptions};
+use crate::protocol::Hlc;
 use crate::{Error, Result};
 
 impl Lock {
@@ -39,6 +40,28 @@ impl Lock {
     where
         F: FnOnce(Option<Bytes>) -> Option<Bytes>,
     {
+        let txn = self.begin_update(key).await?;
+        let new = f(txn.old_value().cloned());
+        txn.commit(new).await
+    }
+
+    /// The first half of [`Lock::update`], for callers that cannot pass a closure (a C
+    /// callback, a JavaScript function on its own thread): acquires the lock and reads `key`.
+    /// Finish with [`UpdateTxn::commit`] or [`UpdateTxn::abort`]; dropping the transaction
+    /// releases the lock in the background and writes nothing.
+    ///
+    /// ```no_run
+    /// # use statestore::lease::Lock;
+    /// # async fn demo(lock: Lock) -> statestore::Result<()> {
+    /// let txn = lock.begin_update("counter").await?;
+    /// let next = match txn.old_value() {
+    ///     Some(old) => format!("{}+", String::from_utf8_lossy(old)),
+    ///     None => "1".to_string(),
+    /// };
+    /// txn.commit(Some(next.into())).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn begin_update(&self, key: impl Into<Bytes>) -> Result<UpdateTxn> {
         let key = key.into();
         if key.is_empty() {
             return Err(Error::InvalidArgument("the key is empty".into()));
@@ -49,22 +72,83 @@ impl Lock {
             ));
         }
         let guard = self.lock().await?;
-        let written = write(self.client(), &guard, key, f).await;
-        if let Err(error) = guard.release().await {
-            // The write's outcome matters more; the lock expires after its TTL anyway.
-            tracing::debug!(%error, "releasing the lock after an update failed");
-        }
-        written
+        let old = match self.client().get(key.clone()).await {
+            Ok(old) => old.map(|v| v.value),
+            Err(error) => {
+                release(guard).await;
+                return Err(error);
+            }
+        };
+        Ok(UpdateTxn {
+            client: self.client().clone(),
+            guard,
+            key,
+            old,
+        })
     }
 }
 
-async fn write<F>(client: &Client, guard: &LockGuard, key: Bytes, f: F) -> Result<Option<Bytes>>
-where
-    F: FnOnce(Option<Bytes>) -> Option<Bytes>,
-{
-    let old = client.get(key.clone()).await?.map(|v| v.value);
-    let existed = old.is_some();
-    let new = f(old);
+/// A [`Lock::begin_update`] in progress: the lock is held and the key's old value read.
+#[derive(Debug)]
+pub struct UpdateTxn {
+    client: Client,
+    guard: LockGuard,
+    key: Bytes,
+    old: Option<Bytes>,
+}
+
+impl UpdateTxn {
+    /// The key being updated.
+    pub fn key(&self) -> &Bytes {
+        &self.key
+    }
+
+    /// The key's value when the lock was taken (`None`: absent).
+    pub fn old_value(&self) -> Option<&Bytes> {
+        self.old.as_ref()
+    }
+
+    /// The fencing token the write will carry.
+    pub fn fencing_token(&self) -> &Hlc {
+        self.guard.fencing_token()
+    }
+
+    /// Writes `new_value` with the fencing token (`Some`: SET; `None`: DEL, if the key
+    /// existed), releases the lock, and returns what was written. If the lock was lost
+    /// meanwhile, nothing is written and the call fails with [`Error::NotHeld`].
+    pub async fn commit(self, new_value: Option<Bytes>) -> Result<Option<Bytes>> {
+        let written = write(
+            &self.client,
+            &self.guard,
+            self.key,
+            self.old.is_some(),
+            new_value,
+        )
+        .await;
+        release(self.guard).await;
+        written
+    }
+
+    /// Releases the lock without writing.
+    pub async fn abort(self) -> Result<()> {
+        self.guard.release().await
+    }
+}
+
+async fn release(guard: LockGuard) {
+    if let Err(error) = guard.release().await {
+        // The write's outcome matters more; the lock expires after its TTL anyway.
+        tracing::debug!(%error, "releasing the lock after an update failed");
+    }
+}
+
+async fn write(
+    client: &Client,
+    guard: &LockGuard,
+    key: Bytes,
+    existed: bool,
+    new: Option<Bytes>,
+) -> Result<Option<Bytes>> {
     guard.ensure_held()?;
     let token = guard.fencing_token().clone();
     match &new {

@@ -1,0 +1,33 @@
+//! What the C, Python and Node bindings share, so that each stays a thin translation of types.
+//!
+//! - [`Pending`]: one bridge from a core future to any host: block on it ([`Pending::wait`],
+//!   or in slices with [`Pending::wait_timeout`] to check for signals), get a callback
+//!   ([`Pending::on_complete`], run on the library's dispatcher thread), await it, or cancel it.
+//! - [`Event`] and [`EventStream`]: key notifications, leadership changes and lease losses as
+//!   one flat event type, pulled (blocking or async) or pushed to a sink.
+//! - [`ErrorInfo`](crate::ErrorInfo) and the code table on [`ErrorCode`](crate::ErrorCode):
+//!   errors as data, from which the C enum, the Python exception classes and the Node `code`
+//!   strings are derived.
+//! - [`CONNECT_OPTIONS`] and [`ConnectOptions::set_option`](crate::ConnectOptions::set_option):
+//!   connection settings by name, with one table of names, `AIO_*` aliases, kinds, defaults and
+//!   docs.
+//! - [`HandleTable`]: ids with generations for handles given to C, so that a stale or freed
+//!   handle is an error code rather than memory corruption.
+//! - [`logs`]: the library's `tracing` records forwarded to the host's logger.
+//!
+//! Also used by bindings from elsewhere in the crate: [`crate::lease::UpdateTxn`] (a lock
+//! update in two phases, for callbacks that cannot be Rust closures) and
+//! [`crate::runtime`] (the one internal runtime).
+
+mod dispatch;
+mod events;
+mod handles;
+pub mod logs;
+mod options;
+mod pending;
+
+pub use crate::error::{ErrorCategory, ErrorInfo};
+pub use events::{Event, EventKind, EventStream};
+pub use handles::HandleTable;
+pub use options::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
+pub use pending::{Canceller, Pending};

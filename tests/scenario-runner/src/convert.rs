@@ -1,0 +1,334 @@
+//! Translation between the scenario format and the Rust API, shared by both flavours:
+//! arguments to options, results and events to [`Fields`], errors to code names.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::Value;
+use statestore::lease::{AcquireOutcome, LeaderEvent, LeaseState, LossReason};
+use statestore::{
+    ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, Error, KeyEvent, SetCondition,
+    SetOptions, SetResult,
+};
+
+use crate::data::{fields, Args, Ctx, Fields, Val};
+
+/// The name of an error's code, as in `ErrorCode::name()` (`"INVALID_ARGUMENT"`, ...).
+pub fn code_name(error: &Error) -> &'static str {
+    use statestore::ErrorCode as C;
+    // TODO: use `error.code().name()` once core has it (bindings-api.md).
+    match error.code() {
+        C::Ok => "OK",
+        C::InvalidArgument => "INVALID_ARGUMENT",
+        C::Timeout => "TIMEOUT",
+        C::ConnectionLost => "CONNECTION_LOST",
+        C::Connection => "CONNECTION",
+        C::UnexpectedPayload => "UNEXPECTED_PAYLOAD",
+        C::Rpc => "RPC",
+        C::Clock => "CLOCK",
+        C::Closed => "CLOSED",
+        C::Runtime => "RUNTIME",
+        C::NotHeld => "NOT_HELD",
+        C::TimestampSkew => "TIMESTAMP_SKEW",
+        C::FencingTokenRequired => "FENCING_TOKEN_REQUIRED",
+        C::FencingTokenSkew => "FENCING_TOKEN_SKEW",
+        C::FencingTokenLowerVersion => "FENCING_TOKEN_LOWER_VERSION",
+        C::QuotaExceeded => "QUOTA_EXCEEDED",
+        C::SyntaxError => "SYNTAX_ERROR",
+        C::NotAuthorized => "NOT_AUTHORIZED",
+        C::UnknownCommand => "UNKNOWN_COMMAND",
+        C::WrongNumberOfArguments => "WRONG_NUMBER_OF_ARGUMENTS",
+        C::MissingTimestamp => "MISSING_TIMESTAMP",
+        C::MalformedTimestamp => "MALFORMED_TIMESTAMP",
+        C::KeyLengthZero => "KEY_LENGTH_ZERO",
+        C::UnknownServiceError => "UNKNOWN_SERVICE_ERROR",
+        _ => "UNNAMED",
+    }
+}
+
+/// The options of a `connect` step: the runner's server unless `host`/`port` are given.
+/// `Err` is a mistake in the scenario; `Ok(Err)` an option the library must refuse.
+pub fn connect_options(
+    options: Option<&Value>,
+    host: &str,
+    port: u16,
+) -> Result<Result<ConnectOptions, Error>, String> {
+    let mut connect = ConnectOptions::new(host, port);
+    let Some(options) = options else {
+        return Ok(Ok(connect));
+    };
+    let options = options.as_object().ok_or("\"options\" must be an object")?;
+    for (name, value) in options {
+        let ms = || {
+            value
+                .as_u64()
+                .map(Duration::from_millis)
+                .ok_or_else(|| format!("option {name:?} must be a whole number of milliseconds"))
+        };
+        let text = || {
+            value
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("option {name:?} must be text"))
+        };
+        match name.as_str() {
+            "host" => connect.host = text()?,
+            "port" => {
+                connect.port = value
+                    .as_u64()
+                    .and_then(|p| u16::try_from(p).ok())
+                    .ok_or("option \"port\" must be a port number")?;
+            }
+            "client_id" => connect.client_id = Some(text()?),
+            "keep_alive_ms" => connect.keep_alive = ms()?,
+            "session_expiry_ms" => connect.session_expiry = ms()?,
+            "default_timeout_ms" => connect.default_timeout = ms()?,
+            "clean_start" => {
+                connect.clean_start = value.as_bool().ok_or("option \"clean_start\" is a bool")?;
+            }
+            other => return Err(format!("unknown connect option {other:?}")),
+        }
+    }
+    Ok(Ok(connect))
+}
+
+/// The options of a `set` step.
+pub fn set_options(args: &Args) -> Result<SetOptions, String> {
+    let mut options = SetOptions::default();
+    if let Some(condition) = args.opt_text("condition")? {
+        options = options.condition(match condition.as_str() {
+            "always" => SetCondition::Always,
+            "nx" => SetCondition::OnlyIfAbsent,
+            "nex" => SetCondition::OnlyIfAbsentOrEqual,
+            other => return Err(format!("unknown condition {other:?}")),
+        });
+    }
+    if let Some(expiry) = args.opt_ms("expiry_ms")? {
+        options = options.expiry(expiry);
+    }
+    if let Some(token) = args.opt_hlc("fencing_token")? {
+        options = options.fencing_token(token);
+    }
+    if let Some(persist) = args.opt_bool("persist")? {
+        options = options.persist(persist);
+    }
+    if let Some(timeout) = args.opt_ms("timeout_ms")? {
+        options = options.timeout(timeout);
+    }
+    Ok(options)
+}
+
+/// The options of a `delete` or `vdel` step.
+pub fn delete_options(args: &Args) -> Result<DeleteOptions, String> {
+    let mut options = DeleteOptions::default();
+    if let Some(token) = args.opt_hlc("fencing_token")? {
+        options = options.fencing_token(token);
+    }
+    if let Some(timeout) = args.opt_ms("timeout_ms")? {
+        options = options.timeout(timeout);
+    }
+    Ok(options)
+}
+
+/// The result of `set`.
+pub fn set_fields(result: &SetResult) -> Fields {
+    fields([
+        ("applied", Val::Bool(result.applied)),
+        ("version", Val::hlc(result.version.as_ref())),
+    ])
+}
+
+/// The result of `get`.
+pub fn get_fields(value: Option<statestore::Value>) -> Fields {
+    match value {
+        Some(value) => fields([
+            ("value", Val::Bytes(value.value)),
+            ("version", Val::hlc(value.version.as_ref())),
+        ]),
+        None => fields([("value", Val::Null), ("version", Val::Null)]),
+    }
+}
+
+/// The result of `delete` and `vdel`.
+pub fn delete_fields(result: &DeleteResult) -> Fields {
+    let outcome = match result.outcome {
+        DeleteOutcome::Deleted => "deleted",
+        DeleteOutcome::NotFound => "not_found",
+        DeleteOutcome::ValueMismatch => "value_mismatch",
+    };
+    fields([
+        ("outcome", Val::text(outcome)),
+        ("version", Val::hlc(result.version.as_ref())),
+    ])
+}
+
+/// The result of `keys`: prefixes removed, sorted by bytes.
+pub fn keys_fields(ctx: &Ctx, keys: Vec<Bytes>) -> Result<Fields, String> {
+    let mut keys = keys
+        .iter()
+        .map(|k| ctx.strip(k))
+        .collect::<Result<Vec<_>, _>>()?;
+    keys.sort();
+    Ok(fields([("keys", Val::List(keys))]))
+}
+
+/// An event of `next_event`.
+fn event(kind: &str, key: Val, value: Val, version: Val, holder: Val) -> Fields {
+    fields([
+        ("kind", Val::text(kind)),
+        ("key", key),
+        ("value", value),
+        ("version", version),
+        ("holder", holder),
+    ])
+}
+
+/// `next_event` when nothing came in time.
+pub fn no_event() -> Fields {
+    event("none", Val::Null, Val::Null, Val::Null, Val::Null)
+}
+
+/// `next_event` when the stream has ended.
+pub fn end_of_stream() -> Fields {
+    event("end", Val::Null, Val::Null, Val::Null, Val::Null)
+}
+
+/// A key notification as a `next_event` result.
+pub fn key_event(ctx: &Ctx, key: &Bytes, e: KeyEvent) -> Result<Fields, String> {
+    let key = Val::Bytes(ctx.strip(key)?);
+    Ok(match e {
+        KeyEvent::Set { value, version } => event(
+            "set",
+            key,
+            Val::Bytes(value),
+            Val::hlc(version.as_ref()),
+            Val::Null,
+        ),
+        KeyEvent::Delete { version } => event(
+            "delete",
+            key,
+            Val::Null,
+            Val::hlc(version.as_ref()),
+            Val::Null,
+        ),
+        KeyEvent::Resynced { value } => {
+            let (value, version) = match value {
+                Some(v) => (Val::Bytes(v.value), Val::hlc(v.version.as_ref())),
+                None => (Val::Null, Val::Null),
+            };
+            event("resynced", key, value, version, Val::Null)
+        }
+    })
+}
+
+/// A leadership change as a `next_event` result.
+pub fn leader_event(ctx: &Ctx, key: &Bytes, e: LeaderEvent) -> Result<Fields, String> {
+    let key = Val::Bytes(ctx.strip(key)?);
+    Ok(match e {
+        LeaderEvent::Elected { leader } => {
+            event("elected", key, Val::Null, Val::Null, Val::Bytes(leader))
+        }
+        LeaderEvent::Vacant => event("vacant", key, Val::Null, Val::Null, Val::Null),
+    })
+}
+
+/// The result of `lease_try_acquire` and `try_campaign`.
+pub fn acquire_fields(outcome: AcquireOutcome) -> Fields {
+    match outcome {
+        AcquireOutcome::Acquired { token } => fields([
+            ("acquired", Val::Bool(true)),
+            ("token", Val::hlc(Some(&token))),
+            ("holder", Val::Null),
+        ]),
+        AcquireOutcome::HeldBy { holder } => fields([
+            ("acquired", Val::Bool(false)),
+            ("token", Val::Null),
+            ("holder", Val::opt_bytes(holder)),
+        ]),
+    }
+}
+
+fn reason_name(reason: LossReason) -> &'static str {
+    match reason {
+        LossReason::Expired => "expired",
+        LossReason::TakenOver => "taken_over",
+        LossReason::ClientClosed => "client_closed",
+    }
+}
+
+/// The result of `lease_state`.
+pub fn lease_state_fields(state: &LeaseState) -> Fields {
+    let (name, token, reason) = match state {
+        LeaseState::NotHeld => ("not_held", Val::Null, Val::Null),
+        LeaseState::Held { token } => ("held", Val::hlc(Some(token)), Val::Null),
+        LeaseState::Lost(loss) => ("lost", Val::Null, Val::text(reason_name(loss.reason))),
+    };
+    fields([
+        ("state", Val::text(name)),
+        ("token", token),
+        ("reason", reason),
+    ])
+}
+
+/// The result of `lease_lost` once the lease is not held (`None`: released or never held).
+pub fn lost_fields(loss: Option<&statestore::lease::Loss>) -> Fields {
+    fields([(
+        "reason",
+        loss.map_or(Val::Null, |l| Val::text(reason_name(l.reason))),
+    )])
+}
+
+/// `lease_lost` when the lease is still held at the deadline.
+pub fn still_held(timeout: Duration) -> Error {
+    Error::Timeout(timeout)
+}
+
+/// The functions of `update`.
+#[derive(Debug, Clone)]
+pub enum UpdateFn {
+    /// Decimal increment; absent (or not a number) counts as 0.
+    Increment,
+    /// The given value.
+    SetConst(Bytes),
+    /// Delete the key.
+    Delete,
+}
+
+impl UpdateFn {
+    /// The `fn` (and `value`) of an `update` step.
+    pub fn from_args(args: &Args) -> Result<UpdateFn, String> {
+        match args.text("fn")?.as_str() {
+            "increment" => Ok(UpdateFn::Increment),
+            "delete" => Ok(UpdateFn::Delete),
+            "set_const" => Ok(UpdateFn::SetConst(
+                args.opt_bytes("value")?
+                    .ok_or("fn \"set_const\" needs \"value\"")?,
+            )),
+            other => Err(format!("unknown update fn {other:?}")),
+        }
+    }
+
+    /// The new value from the old one.
+    pub fn apply(self, old: Option<Bytes>) -> Option<Bytes> {
+        match self {
+            UpdateFn::Increment => {
+                let n: u64 = old
+                    .and_then(|v| std::str::from_utf8(&v).ok()?.parse().ok())
+                    .unwrap_or(0);
+                Some(Bytes::from((n + 1).to_string()))
+            }
+            UpdateFn::SetConst(value) => Some(value),
+            UpdateFn::Delete => None,
+        }
+    }
+}
+
+/// The result of `update`.
+pub fn update_fields(written: Option<Bytes>) -> Fields {
+    fields([("written", Val::opt_bytes(written))])
+}
+
+/// A result with no fields.
+pub fn empty() -> Fields {
+    Fields::new()
+}

@@ -244,13 +244,7 @@ mod tests {
         };
         let options = with_env(&args, &[]).unwrap();
         assert_eq!(options.port, 8883);
-        assert_eq!(
-            options.tls,
-            Some(TlsOptions {
-                ca_file: Some("/ca.pem".into()),
-                ..TlsOptions::default()
-            })
-        );
+        assert_eq!(options.tls, Some(TlsOptions::new().ca_file("/ca.pem")));
     }
 
     #[test]

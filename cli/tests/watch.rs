@@ -107,10 +107,7 @@ async fn a_broker_restart_is_survived_and_reported_as_a_resync() {
     let mut watch = tool.spawn(&["watch", "--json", "--timeout", "2s", "k"]);
     assert_eq!(watch.json_line().await["event"], "ready");
     let options = ConnectOptions::new(broker.addr().ip().to_string(), broker.port()).reconnect(
-        ReconnectPolicy {
-            initial_delay: Duration::from_millis(50),
-            max_delay: Duration::from_millis(200),
-        },
+        ReconnectPolicy::new(Duration::from_millis(50), Duration::from_millis(200)),
     );
     let writer = Client::connect(options).await.unwrap();
     writer.set("k", "v1", SetOptions::default()).await.unwrap();

@@ -50,10 +50,7 @@ async fn tls_with_a_ca_file_and_a_client_certificate() {
     .await
     .unwrap();
     let port = server.local_addr().port();
-    let tls = TlsOptions {
-        ca_file: Some(write(dir.path(), "ca.pem", &cert)),
-        ..TlsOptions::default()
-    };
+    let tls = TlsOptions::new().ca_file(write(dir.path(), "ca.pem", &cert));
     for host in ["127.0.0.1", "localhost"] {
         let client = Client::connect(ConnectOptions::new(host, port).tls(tls.clone()))
             .await
@@ -62,11 +59,10 @@ async fn tls_with_a_ca_file_and_a_client_certificate() {
     }
     // A client certificate is loaded and offered (this broker does not ask for one).
     let (client_cert, client_key) = certificate();
-    let mutual = TlsOptions {
-        cert_file: Some(write(dir.path(), "client.pem", client_cert)),
-        key_file: Some(write(dir.path(), "client.key", client_key)),
-        ..tls.clone()
-    };
+    let mutual = tls.clone().client_certificate(
+        write(dir.path(), "client.pem", client_cert),
+        write(dir.path(), "client.key", client_key),
+    );
     works(
         &Client::connect(ConnectOptions::new("127.0.0.1", port).tls(mutual))
             .await
@@ -76,10 +72,7 @@ async fn tls_with_a_ca_file_and_a_client_certificate() {
 
     // A broker whose certificate the CA does not vouch for is refused.
     let (other_ca, _) = certificate();
-    let wrong = TlsOptions {
-        ca_file: Some(write(dir.path(), "other.pem", other_ca)),
-        ..TlsOptions::default()
-    };
+    let wrong = TlsOptions::new().ca_file(write(dir.path(), "other.pem", other_ca));
     let err = Client::connect(ConnectOptions::new("127.0.0.1", port).tls(wrong))
         .await
         .unwrap_err();

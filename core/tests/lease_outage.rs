@@ -13,10 +13,10 @@ use support::proxy::Proxy;
 /// Options that reconnect quickly, so that an outage ends when the proxy lets connections
 /// through again rather than when a long backoff says so.
 fn eager(options: ConnectOptions) -> ConnectOptions {
-    options.reconnect(ReconnectPolicy {
-        initial_delay: Duration::from_millis(20),
-        max_delay: Duration::from_millis(100),
-    })
+    options.reconnect(ReconnectPolicy::new(
+        Duration::from_millis(20),
+        Duration::from_millis(100),
+    ))
 }
 
 /// Waits for the next SET of `key` to `holder` (a renewal), skipping other events.

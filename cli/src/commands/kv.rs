@@ -44,13 +44,11 @@ pub async fn set(args: SetArgs) -> Result<(), Failure> {
         (_, true) => SetCondition::OnlyIfAbsentOrEqual,
         _ => SetCondition::Always,
     };
-    let options = SetOptions {
-        condition,
-        expiry: args.px.map(Duration::from_millis).or(args.expiry),
-        fencing_token: args.fencing_token,
-        timeout: None,
-        persist: args.persist,
-    };
+    let mut options = SetOptions::default()
+        .condition(condition)
+        .persist(args.persist);
+    options.expiry = args.px.map(Duration::from_millis).or(args.expiry);
+    options.fencing_token = args.fencing_token;
     let client = connect(&args.connection).await?;
     let result = client.set(key.clone(), value, options).await;
     let result = closing(client, result.map_err(Failure::from)).await?;
@@ -98,10 +96,9 @@ pub async fn vdel(args: VdelArgs) -> Result<(), Failure> {
 }
 
 fn delete_options(fencing_token: Option<statestore::Hlc>) -> DeleteOptions {
-    DeleteOptions {
-        fencing_token,
-        timeout: None,
-    }
+    let mut options = DeleteOptions::default();
+    options.fencing_token = fencing_token;
+    options
 }
 
 /// Prints a DEL/VDEL result (JSON only: a plain delete is silent) and turns it into the status.

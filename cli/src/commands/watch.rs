@@ -99,7 +99,7 @@ fn event_object(key: &[u8], event: &KeyEvent) -> Object {
         KeyEvent::Resynced { value } => {
             object.insert("event".into(), "resynced".into());
             match value {
-                Some(Value { value, version }) => {
+                Some(Value { value, version, .. }) => {
                     put_value(&mut object, value);
                     put_version(&mut object, version.as_ref());
                 }
@@ -127,7 +127,9 @@ pub(super) fn event_line(key: &[u8], event: &KeyEvent) -> String {
             format!("{key} resynced after a reconnect: absent")
         }
         KeyEvent::Resynced {
-            value: Some(Value { value, version: v }),
+            value: Some(Value {
+                value, version: v, ..
+            }),
         } => format!(
             "{key} resynced after a reconnect: {}{}",
             quoted(value),

@@ -14,6 +14,7 @@ pub const MQTT_MAX_PACKET_SIZE: u32 = 268_435_455;
 /// Build one with [`ConnectOptions::new`] (plain TCP) or [`ConnectOptions::from_env`] (the
 /// `AIO_*` variables Azure IoT Operations injects into a pod), then adjust the fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnectOptions {
     /// Broker host name or IP address.
     pub host: String,
@@ -42,6 +43,7 @@ pub struct ConnectOptions {
 
 /// TLS settings. Certificates and keys are PEM files.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct TlsOptions {
     /// CA certificates that validate the broker; the system's roots when `None`.
     pub ca_file: Option<PathBuf>,
@@ -93,11 +95,52 @@ pub enum Authentication {
 /// failed attempt up to `max_delay`; each delay is randomised (jitter) to between half and all
 /// of its value so that many clients do not reconnect in lockstep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReconnectPolicy {
     /// Delay before the first reconnection attempt.
     pub initial_delay: Duration,
     /// Upper bound of the delay.
     pub max_delay: Duration,
+}
+
+impl ReconnectPolicy {
+    /// Delays from `initial_delay`, doubling up to `max_delay`.
+    pub fn new(initial_delay: Duration, max_delay: Duration) -> Self {
+        Self {
+            initial_delay,
+            max_delay,
+        }
+    }
+}
+
+impl TlsOptions {
+    /// TLS with the system's root certificates and no client certificate.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Validates the broker with the CA certificates of this PEM file instead of the system's.
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+
+    /// Presents this client certificate chain and its unencrypted private key (PEM files).
+    pub fn client_certificate(
+        mut self,
+        cert_file: impl Into<PathBuf>,
+        key_file: impl Into<PathBuf>,
+    ) -> Self {
+        self.cert_file = Some(cert_file.into());
+        self.key_file = Some(key_file.into());
+        self
+    }
+
+    /// The password file of an encrypted key (not supported: connecting fails clearly).
+    pub fn key_password_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.key_password_file = Some(path.into());
+        self
+    }
 }
 
 impl Default for ReconnectPolicy {
@@ -167,6 +210,30 @@ impl ConnectOptions {
     /// Sets the reconnect backoff.
     pub fn reconnect(mut self, reconnect: ReconnectPolicy) -> Self {
         self.reconnect = reconnect;
+        self
+    }
+
+    /// Sets the MQTT keep-alive interval.
+    pub fn keep_alive(mut self, keep_alive: Duration) -> Self {
+        self.keep_alive = keep_alive;
+        self
+    }
+
+    /// Sets how long the broker keeps the session after a disconnect.
+    pub fn session_expiry(mut self, session_expiry: Duration) -> Self {
+        self.session_expiry = session_expiry;
+        self
+    }
+
+    /// Sets whether the first connection starts a clean session.
+    pub fn clean_start(mut self, clean_start: bool) -> Self {
+        self.clean_start = clean_start;
+        self
+    }
+
+    /// Sets the largest packet the client accepts.
+    pub fn max_packet_size(mut self, max_packet_size: u32) -> Self {
+        self.max_packet_size = max_packet_size;
         self
     }
 

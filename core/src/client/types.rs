@@ -8,6 +8,7 @@ use crate::protocol::{Hlc, SetCondition};
 
 /// Options of [`Client::set`](super::Client::set).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SetOptions {
     /// When the SET applies (always, only if absent = `NX`, only if absent or equal = `NEX`).
     pub condition: SetCondition,
@@ -55,6 +56,7 @@ impl SetOptions {
 
 /// Options of [`Client::delete`](super::Client::delete) and [`Client::vdel`](super::Client::vdel).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct DeleteOptions {
     /// Fencing token (`__ft`), needed when the key is fenced.
     pub fencing_token: Option<Hlc>,
@@ -78,6 +80,7 @@ impl DeleteOptions {
 
 /// Result of a SET.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SetResult {
     /// Whether the value was stored (`false`: the `NX`/`NEX` condition did not hold).
     pub applied: bool,
@@ -88,6 +91,7 @@ pub struct SetResult {
 
 /// A value read with GET.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Value {
     /// The value's bytes.
     pub value: Bytes,
@@ -109,6 +113,7 @@ pub enum DeleteOutcome {
 
 /// Result of a DEL or VDEL.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeleteResult {
     /// What happened.
     pub outcome: DeleteOutcome,

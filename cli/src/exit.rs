@@ -6,7 +6,7 @@
 use std::fmt::Display;
 use std::process::ExitCode;
 
-use statestore::Error;
+use statestore::{Error, ErrorCategory};
 
 /// Why the tool stops with a non-zero status. Each value is a stable exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,16 +102,14 @@ impl Failure {
     }
 }
 
-/// The class of a library error.
+/// The class of a library error: its code's category in the library's one error table.
 pub fn status_of(error: &Error) -> Status {
-    match error {
-        Error::InvalidArgument(_) => Status::Usage,
-        Error::Timeout(_) => Status::Timeout,
-        Error::Connection(_) | Error::ConnectionLost | Error::Closed => Status::Connection,
-        Error::Service(_) | Error::Rpc { .. } | Error::UnexpectedPayload(_) | Error::Clock(_) => {
-            Status::Service
-        }
-        Error::NotHeld(_) => Status::LockLost,
+    match error.code().category() {
+        ErrorCategory::Argument => Status::Usage,
+        ErrorCategory::Timeout => Status::Timeout,
+        ErrorCategory::Connection | ErrorCategory::Closed => Status::Connection,
+        ErrorCategory::Service => Status::Service,
+        ErrorCategory::Lease => Status::LockLost,
         _ => Status::Other,
     }
 }

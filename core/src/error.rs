@@ -248,7 +248,7 @@ code_table! {
     Connection, "CONNECTION", "ConnectionError", Connection, "The broker could not be reached, or refused the connection or a subscription.";
     UnexpectedPayload, "UNEXPECTED_PAYLOAD", "UnexpectedPayloadError", Service, "The state store's answer did not follow the protocol.";
     Rpc, "RPC", "RpcError", Service, "The state store's RPC layer refused the request (status other than 200).";
-    Clock, "CLOCK", "ClockError", Runtime, "The hybrid logical clock could not advance (overflow, or a clock too far ahead).";
+    Clock, "CLOCK", "ClockError", Service, "The hybrid logical clock could not advance (overflow, or a clock too far ahead).";
     Closed, "CLOSED", "ClosedError", Closed, "The client (or the observation) was closed.";
     Runtime, "RUNTIME", "RuntimeError", Runtime, "The call cannot run here (on an async runtime's thread, or after fork in a client of the parent).";
     NotHeld, "NOT_HELD", "NotHeldError", Lease, "The lease, lock or leadership is not held.";

@@ -162,3 +162,22 @@ fn close_fails_calls_blocked_in_other_threads() {
         assert_eq!(thread.join().unwrap(), Err(Error::Closed));
     }
 }
+
+#[test]
+fn blocking_calls_work_on_a_spawn_blocking_thread() {
+    let host = host();
+    let server = embedded(&host);
+    let options = support::options(server.local_addr());
+    // What the Runtime error's message recommends must work.
+    let value = host
+        .block_on(host.spawn_blocking(move || {
+            let client = Client::connect(options)?;
+            client.set("k", "from spawn_blocking", SetOptions::default())?;
+            let value = client.get("k")?.map(|v| v.value);
+            client.close()?;
+            Ok::<_, Error>(value)
+        }))
+        .unwrap()
+        .unwrap();
+    assert_eq!(value, Some("from spawn_blocking".into()));
+}

@@ -1,0 +1,1062 @@
+//! The client: connect, the key-value operations (blocking and `_async`), close and free.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CString};
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use statestore_core::bindings::{Canceller, ErrorInfo, Pending};
+use statestore_core::{
+    Client, ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, Error, Result,
+    SetCondition, SetOptions, SetResult, Value,
+};
+
+use crate::options::{statestore_options, OPTIONS};
+use crate::status::{c_string, entry, statestore_status};
+use crate::util::{self, c_ptr, null, put, Handles, UserData};
+
+/// A connection to the state store. Create it with `statestore_connect()` or
+/// `statestore_connect_async()`, close it with `statestore_close()`, free it with
+/// `statestore_client_free()`. Usable from any thread at once.
+pub struct statestore_client {
+    _private: [u8; 0],
+}
+
+pub(crate) static CLIENTS: Handles<ClientState> = Handles::new(1, "statestore_client");
+
+/// The live calls of one client: what close cancels and waits for.
+#[derive(Default)]
+struct Calls {
+    next: u64,
+    live: HashMap<u64, Canceller>,
+}
+
+/// A client handle's state.
+pub(crate) struct ClientState {
+    pub(crate) client: Client,
+    client_id: CString,
+    calls: Mutex<Calls>,
+    idle: Condvar,
+    closing: AtomicBool,
+}
+
+thread_local! {
+    /// Set while a callback of this library runs on this thread.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs a C callback (through `call`): marks the thread as inside a callback and keeps any
+/// panic of the translation code from unwinding into the dispatcher.
+pub(crate) fn run_callback(call: impl FnOnce()) {
+    let outer = IN_CALLBACK.with(|c| c.replace(true));
+    let _ = catch_unwind(AssertUnwindSafe(call));
+    IN_CALLBACK.with(|c| c.set(outer));
+}
+
+/// Calls `call` with the status, the message (NULL on success) and the value.
+pub(crate) fn deliver<T>(
+    result: Result<T>,
+    call: impl FnOnce(statestore_status, *const c_char, Option<&T>),
+) {
+    match result {
+        Ok(value) => call(
+            statestore_status::STATESTORE_OK,
+            std::ptr::null(),
+            Some(&value),
+        ),
+        Err(error) => {
+            let info = ErrorInfo::from(&error);
+            let message = c_string(info.message);
+            call(
+                statestore_status::from_code(info.code),
+                message.as_ptr(),
+                None,
+            )
+        }
+    }
+}
+
+impl ClientState {
+    fn lock_calls(&self) -> MutexGuard<'_, Calls> {
+        // Calls is a map edited in single statements: a poisoned lock is still consistent.
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn register(&self, canceller: Canceller) -> Result<u64> {
+        let mut calls = self.lock_calls();
+        if self.closing.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        calls.next += 1;
+        let id = calls.next;
+        calls.live.insert(id, canceller);
+        Ok(id)
+    }
+
+    fn unregister(&self, id: u64) {
+        let mut calls = self.lock_calls();
+        calls.live.remove(&id);
+        if calls.live.is_empty() {
+            self.idle.notify_all();
+        }
+    }
+
+    /// A call cancelled by `close` reports that the client closed.
+    fn closed_if_cancelled<T>(&self, result: Result<T>) -> Result<T> {
+        match result {
+            Err(Error::Cancelled) if self.closing.load(Ordering::Acquire) => Err(Error::Closed),
+            other => other,
+        }
+    }
+
+    /// Runs `future` on the library's runtime and blocks until it completes (or the client
+    /// closes).
+    pub(crate) fn call<T, F>(&self, future: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        if self.closing.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let pending = Pending::spawn(future);
+        let id = match self.register(pending.canceller()) {
+            Ok(id) => id,
+            Err(error) => {
+                pending.cancel();
+                return Err(error);
+            }
+        };
+        let result = pending.wait();
+        self.unregister(id);
+        self.closed_if_cancelled(result)
+    }
+
+    /// Runs `future` on the library's runtime; `done` runs exactly once on the dispatcher
+    /// thread with the result (`STATESTORE_ERR_CLOSED` if the client closes first). Every
+    /// such call is tracked, so that close waits for its callback.
+    pub(crate) fn call_async<T, F>(
+        self: &Arc<Self>,
+        future: F,
+        done: impl FnOnce(Result<T>) + Send + 'static,
+    ) where
+        T: Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        let (pending, id) = {
+            let mut calls = self.lock_calls();
+            let pending = if self.closing.load(Ordering::Acquire) {
+                Pending::ready(Err(Error::Closed))
+            } else {
+                Pending::spawn(future)
+            };
+            calls.next += 1;
+            let id = calls.next;
+            calls.live.insert(id, pending.canceller());
+            (pending, id)
+        };
+        let state = self.clone();
+        pending.on_complete(move |result| {
+            let result = state.closed_if_cancelled(result);
+            run_callback(|| done(result));
+            state.unregister(id);
+        });
+    }
+
+    /// Closes the connection, completes every pending call with `STATESTORE_ERR_CLOSED`, and
+    /// (unless called from a callback, which would wait for itself) waits until every
+    /// callback has run.
+    fn close(&self) -> Result<()> {
+        let first = {
+            let _calls = self.lock_calls();
+            !self.closing.swap(true, Ordering::AcqRel)
+        };
+        if first {
+            let client = self.client.clone();
+            // Not tracked: the close itself must not be cancelled below.
+            Pending::spawn(async move { client.close().await }).wait()?;
+        }
+        let cancellers: Vec<Canceller> = self.lock_calls().live.values().cloned().collect();
+        for canceller in cancellers {
+            canceller.cancel();
+        }
+        if !IN_CALLBACK.with(Cell::get) {
+            let mut calls = self.lock_calls();
+            while !calls.live.is_empty() {
+                calls = self.idle.wait(calls).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn new_client(client: Client) -> *mut statestore_client {
+    let client_id = c_string(client.client_id());
+    CLIENTS.insert(Arc::new(ClientState {
+        client,
+        client_id,
+        calls: Mutex::default(),
+        idle: Condvar::new(),
+        closing: AtomicBool::new(false),
+    }))
+}
+
+fn options_of(options: *const statestore_options) -> Result<ConnectOptions> {
+    let options = OPTIONS.get(options, "options")?;
+    let options = options.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok(options)
+}
+
+/// Connects to the broker with `options` (not consumed: free it when convenient) and waits
+/// until the connection is up or the options' default timeout passes. On success `*client`
+/// is a new client (free it with `statestore_client_free()`); on failure it is NULL.
+///
+/// # Safety
+/// `client` must be NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_connect(
+    options: *const statestore_options,
+    client: *mut *mut statestore_client,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(client, "client") }?;
+        let options = options_of(options)?;
+        let connected = Pending::spawn(Client::connect(options)).wait()?;
+        unsafe { client.write(new_client(connected)) };
+        Ok(())
+    })
+}
+
+/// Completion of `statestore_connect_async()`: on success `client` is a new client that the
+/// callback now owns (free it with `statestore_client_free()`); on failure it is NULL and
+/// `message` says why (valid during the callback only).
+pub type statestore_connect_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        client: *mut statestore_client,
+    ),
+>;
+
+/// Connects without blocking; `callback` runs once on a library thread with the new client
+/// or the error.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_connect_async(
+    options: *const statestore_options,
+    callback: statestore_connect_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let callback = callback.ok_or_else(|| null("callback"))?;
+        let options = options_of(options)?;
+        let user = UserData(user_data);
+        Pending::spawn(Client::connect(options)).on_complete(move |result| {
+            let user = user;
+            run_callback(|| {
+                deliver(result.map(new_client), |status, message, client| unsafe {
+                    callback(
+                        user.0,
+                        status,
+                        message,
+                        client.copied().unwrap_or(std::ptr::null_mut()),
+                    )
+                })
+            })
+        });
+        Ok(())
+    })
+}
+
+/// Closes the client: the connection ends, every pending call (blocking or async, of the
+/// client and of its locks, leases and elections) completes with `STATESTORE_ERR_CLOSED`,
+/// observations end, and close returns after every pending callback has run (called from
+/// inside a callback it cannot wait for the others: they run after the current callback
+/// returns). Later calls fail with `STATESTORE_ERR_CLOSED`. Closing twice is fine. The
+/// handle stays valid until `statestore_client_free()`.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_close(client: *mut statestore_client) -> statestore_status {
+    entry(|| CLIENTS.get(client, "client")?.close())
+}
+
+/// Closes the client (see `statestore_close()`) if it is open, then frees the handle. NULL
+/// does nothing. Locks, leases, elections and observations created from it must still be
+/// freed.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_client_free(
+    client: *mut statestore_client,
+) -> statestore_status {
+    entry(|| match CLIENTS.remove(client, "client")? {
+        Some(state) => state.close(),
+        None => Ok(()),
+    })
+}
+
+/// The MQTT client id (generated when the options had none). `*client_id` is borrowed: valid
+/// until the client is freed.
+///
+/// # Safety
+/// `client_id` must be NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_client_id(
+    client: *const statestore_client,
+    client_id: *mut *const c_char,
+) -> statestore_status {
+    entry(|| {
+        let state = CLIENTS.get(client, "client")?;
+        unsafe { put(client_id, "client_id", state.client_id.as_ptr()) }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Results
+
+/// A result the library allocated: the C view first, then what it points into.
+#[repr(C)]
+pub(crate) struct Owned<C, K> {
+    pub(crate) view: C,
+    pub(crate) keep: K,
+}
+
+impl<C, K> Owned<C, K> {
+    pub(crate) fn into_raw(self) -> *mut C {
+        Box::into_raw(Box::new(self)).cast()
+    }
+
+    /// # Safety
+    /// `view` must be NULL or come from `into_raw` of the same `Owned<C, K>`.
+    pub(crate) unsafe fn free(view: *mut C) {
+        if !view.is_null() {
+            drop(unsafe { Box::from_raw(view.cast::<Owned<C, K>>()) });
+        }
+    }
+}
+
+/// A value read from the state store: `len` bytes at `data` (not NUL-terminated; `data` is
+/// non-NULL even when `len` is 0) and the key's `version` (NULL if the service sent none).
+#[repr(C)]
+pub struct statestore_value {
+    /// The value's bytes.
+    pub data: *const u8,
+    /// The number of bytes.
+    pub len: usize,
+    /// The key's version (a hybrid logical clock as text), or NULL.
+    pub version: *const c_char,
+}
+
+pub(crate) type OwnedValue = Owned<statestore_value, (Bytes, Option<CString>)>;
+
+pub(crate) fn value_of(value: Bytes, version: Option<&statestore_core::Hlc>) -> OwnedValue {
+    let version = util::version_string(version);
+    let data = if value.is_empty() {
+        b"".as_ptr()
+    } else {
+        value.as_ptr()
+    };
+    Owned {
+        view: statestore_value {
+            data,
+            len: value.len(),
+            version: c_ptr(&version),
+        },
+        keep: (value, version),
+    }
+}
+
+fn owned_value(value: &Value) -> OwnedValue {
+    value_of(value.value.clone(), value.version.as_ref())
+}
+
+/// Frees a value returned by the library. NULL does nothing.
+///
+/// # Safety
+/// `value` must be NULL or a value from this library, not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_value_free(value: *mut statestore_value) {
+    unsafe { OwnedValue::free(value) }
+}
+
+/// The outcome of a SET.
+#[repr(C)]
+pub struct statestore_set_result {
+    /// Whether the value was written (false: the condition did not hold).
+    pub applied: bool,
+    /// The key's new version when applied (the fencing token of a lock taken with SET), or
+    /// NULL.
+    pub version: *const c_char,
+}
+
+type OwnedSetResult = Owned<statestore_set_result, Option<CString>>;
+
+fn owned_set_result(result: &SetResult) -> OwnedSetResult {
+    let version = util::version_string(result.version.as_ref());
+    Owned {
+        view: statestore_set_result {
+            applied: result.applied,
+            version: c_ptr(&version),
+        },
+        keep: version,
+    }
+}
+
+/// Frees a SET result. NULL does nothing.
+///
+/// # Safety
+/// `result` must be NULL or a result from this library, not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_set_result_free(result: *mut statestore_set_result) {
+    unsafe { OwnedSetResult::free(result) }
+}
+
+/// What a DEL or VDEL did.
+#[allow(non_camel_case_types)]
+#[repr(i32)]
+pub enum statestore_delete_outcome {
+    /// The key was deleted.
+    STATESTORE_DELETED = 0,
+    /// The key did not exist.
+    STATESTORE_NOT_FOUND = 1,
+    /// VDEL only: the key holds another value, so it was kept.
+    STATESTORE_VALUE_MISMATCH = 2,
+}
+
+/// The outcome of a DEL or VDEL.
+#[repr(C)]
+pub struct statestore_delete_result {
+    /// A `statestore_delete_outcome` value.
+    pub outcome: i32,
+    /// The version the service sent with its answer, or NULL.
+    pub version: *const c_char,
+}
+
+type OwnedDeleteResult = Owned<statestore_delete_result, Option<CString>>;
+
+fn owned_delete_result(result: &DeleteResult) -> OwnedDeleteResult {
+    let version = util::version_string(result.version.as_ref());
+    let outcome = match result.outcome {
+        DeleteOutcome::Deleted => statestore_delete_outcome::STATESTORE_DELETED,
+        DeleteOutcome::NotFound => statestore_delete_outcome::STATESTORE_NOT_FOUND,
+        DeleteOutcome::ValueMismatch => statestore_delete_outcome::STATESTORE_VALUE_MISMATCH,
+    };
+    Owned {
+        view: statestore_delete_result {
+            outcome: outcome as i32,
+            version: c_ptr(&version),
+        },
+        keep: version,
+    }
+}
+
+/// Frees a DEL/VDEL result. NULL does nothing.
+///
+/// # Safety
+/// `result` must be NULL or a result from this library, not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_delete_result_free(result: *mut statestore_delete_result) {
+    unsafe { OwnedDeleteResult::free(result) }
+}
+
+/// A byte string inside a result (not NUL-terminated).
+#[repr(C)]
+pub struct statestore_bytes {
+    /// The bytes (non-NULL even when `len` is 0).
+    pub data: *const u8,
+    /// The number of bytes.
+    pub len: usize,
+}
+
+/// The keys matching a pattern.
+#[repr(C)]
+pub struct statestore_key_list {
+    /// `count` keys (NULL when `count` is 0).
+    pub keys: *const statestore_bytes,
+    /// The number of keys.
+    pub count: usize,
+}
+
+type OwnedKeyList = Owned<statestore_key_list, (Vec<Bytes>, Vec<statestore_bytes>)>;
+
+fn owned_key_list(keys: &[Bytes]) -> OwnedKeyList {
+    let keys = keys.to_vec();
+    let views: Vec<statestore_bytes> = keys
+        .iter()
+        .map(|k| statestore_bytes {
+            data: k.as_ptr(),
+            len: k.len(),
+        })
+        .collect();
+    Owned {
+        view: statestore_key_list {
+            keys: if views.is_empty() {
+                std::ptr::null()
+            } else {
+                views.as_ptr()
+            },
+            count: views.len(),
+        },
+        keep: (keys, views),
+    }
+}
+
+/// Frees a key list. NULL does nothing.
+///
+/// # Safety
+/// `list` must be NULL or a list from this library, not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_key_list_free(list: *mut statestore_key_list) {
+    unsafe { OwnedKeyList::free(list) }
+}
+
+/// Frees a string returned by the library (fencing tokens...). NULL does nothing.
+///
+/// # Safety
+/// `text` must be NULL or a string from this library, not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_string_free(text: *mut c_char) {
+    if !text.is_null() {
+        drop(unsafe { CString::from_raw(text) });
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Per-call options
+
+/// When a SET applies.
+#[allow(non_camel_case_types)]
+#[repr(i32)]
+pub enum statestore_condition {
+    /// Always.
+    STATESTORE_SET_ALWAYS = 0,
+    /// Only if the key does not exist (`NX`).
+    STATESTORE_SET_IF_ABSENT = 1,
+    /// Only if the key does not exist or already holds this value (`NEX`): how a lock is
+    /// taken and renewed.
+    STATESTORE_SET_IF_ABSENT_OR_EQUAL = 2,
+}
+
+/// Options of a SET. All zero (`statestore_set_options o = {0};`) is the default: always,
+/// no expiry, no fencing token, not persisted, the client's default timeout. Passing NULL
+/// means the same.
+#[repr(C)]
+pub struct statestore_set_options {
+    /// A `statestore_condition` value.
+    pub condition: i32,
+    /// Expiry in milliseconds (0: the key never expires).
+    pub expiry_ms: u64,
+    /// A fencing token (a version string from this library), or NULL. Borrowed for the call.
+    pub fencing_token: *const c_char,
+    /// Ask the broker to persist the key (`aio-persistence`).
+    pub persist: bool,
+    /// Timeout in milliseconds (0: the client's default).
+    pub timeout_ms: u64,
+}
+
+/// Options of a DEL or VDEL. All zero (or NULL) is the default.
+#[repr(C)]
+pub struct statestore_delete_options {
+    /// A fencing token (a version string from this library), or NULL. Borrowed for the call.
+    pub fencing_token: *const c_char,
+    /// Timeout in milliseconds (0: the client's default).
+    pub timeout_ms: u64,
+}
+
+unsafe fn set_options(options: *const statestore_set_options) -> Result<SetOptions> {
+    let mut set = SetOptions::default();
+    let Some(options) = (unsafe { options.as_ref() }) else {
+        return Ok(set);
+    };
+    set = set.condition(match options.condition {
+        0 => SetCondition::Always,
+        1 => SetCondition::OnlyIfAbsent,
+        2 => SetCondition::OnlyIfAbsentOrEqual,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "options->condition is {other}, not a statestore_condition"
+            )))
+        }
+    });
+    if let Some(expiry) = util::millis(options.expiry_ms) {
+        set = set.expiry(expiry);
+    }
+    if let Some(token) = unsafe { util::token(options.fencing_token, "options->fencing_token") }? {
+        set = set.fencing_token(token);
+    }
+    if let Some(timeout) = util::millis(options.timeout_ms) {
+        set = set.timeout(timeout);
+    }
+    Ok(set.persist(options.persist))
+}
+
+unsafe fn delete_options(options: *const statestore_delete_options) -> Result<DeleteOptions> {
+    let mut delete = DeleteOptions::default();
+    let Some(options) = (unsafe { options.as_ref() }) else {
+        return Ok(delete);
+    };
+    if let Some(token) = unsafe { util::token(options.fencing_token, "options->fencing_token") }? {
+        delete = delete.fencing_token(token);
+    }
+    if let Some(timeout) = util::millis(options.timeout_ms) {
+        delete = delete.timeout(timeout);
+    }
+    Ok(delete)
+}
+
+// ---------------------------------------------------------------------------------------
+// Operations: each prepares a future from C arguments; the blocking form waits for it, the
+// `_async` form hands its result to a callback.
+
+type Op<T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send>>;
+
+unsafe fn set_op(
+    state: &ClientState,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    options: *const statestore_set_options,
+) -> Result<Op<SetResult>> {
+    let key = unsafe { util::key(key, key_len, "key") }?;
+    let value = unsafe { util::bytes(value, value_len, "value") }?;
+    let options = unsafe { set_options(options) }?;
+    let client = state.client.clone();
+    Ok(Box::pin(
+        async move { client.set(key, value, options).await },
+    ))
+}
+
+unsafe fn get_op(
+    state: &ClientState,
+    key: *const u8,
+    key_len: usize,
+    timeout_ms: u64,
+) -> Result<Op<Option<Value>>> {
+    let key = unsafe { util::key(key, key_len, "key") }?;
+    let client = state.client.clone();
+    let timeout = util::millis(timeout_ms);
+    Ok(Box::pin(async move {
+        client.get_with_timeout(key, timeout).await
+    }))
+}
+
+unsafe fn delete_op(
+    state: &ClientState,
+    key: *const u8,
+    key_len: usize,
+    value: Option<(*const u8, usize)>,
+    options: *const statestore_delete_options,
+) -> Result<Op<DeleteResult>> {
+    let key = unsafe { util::key(key, key_len, "key") }?;
+    let value = match value {
+        Some((data, len)) => Some(unsafe { util::bytes(data, len, "value") }?),
+        None => None,
+    };
+    let options = unsafe { delete_options(options) }?;
+    let client = state.client.clone();
+    Ok(Box::pin(async move {
+        match value {
+            Some(value) => client.vdel(key, value, options).await,
+            None => client.delete(key, options).await,
+        }
+    }))
+}
+
+unsafe fn keys_op(state: &ClientState, pattern: *const u8, len: usize) -> Result<Op<Vec<Bytes>>> {
+    let pattern = unsafe { util::key(pattern, len, "pattern") }?;
+    let client = state.client.clone();
+    Ok(Box::pin(async move { client.keys_all(pattern).await }))
+}
+
+/// Sets `key` to `value`. `options` may be NULL (defaults). `*result` (if `result` is not
+/// NULL) receives the outcome; free it with `statestore_set_result_free()`.
+///
+/// # Safety
+/// `key`/`value` must be valid for `key_len`/`value_len` bytes (NULL allowed for length 0),
+/// `options` NULL or valid, `result` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_set(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    options: *const statestore_set_options,
+    result: *mut *mut statestore_set_result,
+) -> statestore_status {
+    entry(|| {
+        if !result.is_null() {
+            unsafe { result.write(std::ptr::null_mut()) };
+        }
+        let state = CLIENTS.get(client, "client")?;
+        let op = unsafe { set_op(&state, key, key_len, value, value_len, options) }?;
+        let outcome = state.call(op)?;
+        if !result.is_null() {
+            unsafe { result.write(owned_set_result(&outcome).into_raw()) };
+        }
+        Ok(())
+    })
+}
+
+/// Completion of `statestore_set_async()`: `result` is borrowed for the callback (NULL on
+/// failure); `message` is NULL on success.
+pub type statestore_set_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        result: *const statestore_set_result,
+    ),
+>;
+
+/// `statestore_set()` without blocking: `callback` runs once on a library thread.
+///
+/// # Safety
+/// As `statestore_set()`; the arguments are copied before the function returns.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_set_async(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    options: *const statestore_set_options,
+    callback: statestore_set_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let callback = callback.ok_or_else(|| null("callback"))?;
+        let state = CLIENTS.get(client, "client")?;
+        let op = unsafe { set_op(&state, key, key_len, value, value_len, options) }?;
+        let user = UserData(user_data);
+        state.call_async(op, move |result| {
+            let user = user;
+            deliver(result, |status, message, outcome| {
+                let owned = outcome.map(owned_set_result);
+                let view = owned
+                    .as_ref()
+                    .map_or(std::ptr::null(), |o| &o.view as *const _);
+                unsafe { callback(user.0, status, message, view) }
+            })
+        });
+        Ok(())
+    })
+}
+
+/// Reads `key`. `*value` is the value (free it with `statestore_value_free()`) or NULL if the
+/// key does not exist (status `STATESTORE_OK` either way). `timeout_ms` 0: the client's
+/// default.
+///
+/// # Safety
+/// `key` valid for `key_len` bytes, `value` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_get(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    timeout_ms: u64,
+    value: *mut *mut statestore_value,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(value, "value") }?;
+        let state = CLIENTS.get(client, "client")?;
+        let op = unsafe { get_op(&state, key, key_len, timeout_ms) }?;
+        if let Some(found) = state.call(op)? {
+            unsafe { value.write(owned_value(&found).into_raw()) };
+        }
+        Ok(())
+    })
+}
+
+/// Completion of `statestore_get_async()`: `value` is borrowed for the callback; NULL when
+/// the key does not exist (status OK) or on failure.
+pub type statestore_get_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        value: *const statestore_value,
+    ),
+>;
+
+/// `statestore_get()` without blocking: `callback` runs once on a library thread.
+///
+/// # Safety
+/// As `statestore_get()`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_get_async(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    timeout_ms: u64,
+    callback: statestore_get_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let callback = callback.ok_or_else(|| null("callback"))?;
+        let state = CLIENTS.get(client, "client")?;
+        let op = unsafe { get_op(&state, key, key_len, timeout_ms) }?;
+        let user = UserData(user_data);
+        state.call_async(op, move |result| {
+            let user = user;
+            deliver(result, |status, message, found| {
+                let owned = found.and_then(|v| v.as_ref()).map(owned_value);
+                let view = owned
+                    .as_ref()
+                    .map_or(std::ptr::null(), |o| &o.view as *const _);
+                unsafe { callback(user.0, status, message, view) }
+            })
+        });
+        Ok(())
+    })
+}
+
+/// Deletes `key` (DEL). `options` may be NULL; `*result` (if `result` is not NULL) receives
+/// the outcome (free with `statestore_delete_result_free()`).
+///
+/// # Safety
+/// As `statestore_set()`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_delete(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    options: *const statestore_delete_options,
+    result: *mut *mut statestore_delete_result,
+) -> statestore_status {
+    unsafe { delete_blocking(client, key, key_len, None, options, result) }
+}
+
+/// Deletes `key` only if it holds `value` (VDEL); otherwise the outcome is
+/// `STATESTORE_VALUE_MISMATCH`.
+///
+/// # Safety
+/// As `statestore_set()`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_vdel(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    options: *const statestore_delete_options,
+    result: *mut *mut statestore_delete_result,
+) -> statestore_status {
+    unsafe {
+        delete_blocking(
+            client,
+            key,
+            key_len,
+            Some((value, value_len)),
+            options,
+            result,
+        )
+    }
+}
+
+unsafe fn delete_blocking(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    value: Option<(*const u8, usize)>,
+    options: *const statestore_delete_options,
+    result: *mut *mut statestore_delete_result,
+) -> statestore_status {
+    entry(|| {
+        if !result.is_null() {
+            unsafe { result.write(std::ptr::null_mut()) };
+        }
+        let state = CLIENTS.get(client, "client")?;
+        let op = unsafe { delete_op(&state, key, key_len, value, options) }?;
+        let outcome = state.call(op)?;
+        if !result.is_null() {
+            unsafe { result.write(owned_delete_result(&outcome).into_raw()) };
+        }
+        Ok(())
+    })
+}
+
+/// Completion of `statestore_delete_async()` and `statestore_vdel_async()`: `result` is
+/// borrowed for the callback (NULL on failure).
+pub type statestore_delete_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        result: *const statestore_delete_result,
+    ),
+>;
+
+/// `statestore_delete()` without blocking.
+///
+/// # Safety
+/// As `statestore_delete()`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_delete_async(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    options: *const statestore_delete_options,
+    callback: statestore_delete_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    unsafe { delete_async(client, key, key_len, None, options, callback, user_data) }
+}
+
+/// `statestore_vdel()` without blocking.
+///
+/// # Safety
+/// As `statestore_vdel()`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_vdel_async(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    options: *const statestore_delete_options,
+    callback: statestore_delete_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    unsafe {
+        delete_async(
+            client,
+            key,
+            key_len,
+            Some((value, value_len)),
+            options,
+            callback,
+            user_data,
+        )
+    }
+}
+
+unsafe fn delete_async(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    value: Option<(*const u8, usize)>,
+    options: *const statestore_delete_options,
+    callback: statestore_delete_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let callback = callback.ok_or_else(|| null("callback"))?;
+        let state = CLIENTS.get(client, "client")?;
+        let op = unsafe { delete_op(&state, key, key_len, value, options) }?;
+        let user = UserData(user_data);
+        state.call_async(op, move |result| {
+            let user = user;
+            deliver(result, |status, message, outcome| {
+                let owned = outcome.map(owned_delete_result);
+                let view = owned
+                    .as_ref()
+                    .map_or(std::ptr::null(), |o| &o.view as *const _);
+                unsafe { callback(user.0, status, message, view) }
+            })
+        });
+        Ok(())
+    })
+}
+
+/// Lists the keys matching `pattern` (glob: `*` any run, `?` one byte, `[...]` a set, `\`
+/// escapes), all pages. Free `*keys` with `statestore_key_list_free()`.
+///
+/// # Safety
+/// `pattern` valid for `pattern_len` bytes, `keys` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_keys(
+    client: *const statestore_client,
+    pattern: *const u8,
+    pattern_len: usize,
+    keys: *mut *mut statestore_key_list,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(keys, "keys") }?;
+        let state = CLIENTS.get(client, "client")?;
+        let op = unsafe { keys_op(&state, pattern, pattern_len) }?;
+        let found = state.call(op)?;
+        unsafe { keys.write(owned_key_list(&found).into_raw()) };
+        Ok(())
+    })
+}
+
+/// Completion of `statestore_keys_async()`: `keys` is borrowed for the callback (NULL on
+/// failure).
+pub type statestore_keys_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        keys: *const statestore_key_list,
+    ),
+>;
+
+/// `statestore_keys()` without blocking.
+///
+/// # Safety
+/// As `statestore_keys()`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_keys_async(
+    client: *const statestore_client,
+    pattern: *const u8,
+    pattern_len: usize,
+    callback: statestore_keys_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let callback = callback.ok_or_else(|| null("callback"))?;
+        let state = CLIENTS.get(client, "client")?;
+        let op = unsafe { keys_op(&state, pattern, pattern_len) }?;
+        let user = UserData(user_data);
+        state.call_async(op, move |result| {
+            let user = user;
+            deliver(result, |status, message, found| {
+                let owned = found.map(|k| owned_key_list(k));
+                let view = owned
+                    .as_ref()
+                    .map_or(std::ptr::null(), |o| &o.view as *const _);
+                unsafe { callback(user.0, status, message, view) }
+            })
+        });
+        Ok(())
+    })
+}
+
+/// Completion of calls that return nothing but a status (`message` NULL on success).
+pub type statestore_done_cb = Option<
+    unsafe extern "C" fn(user_data: *mut c_void, status: statestore_status, message: *const c_char),
+>;
+
+/// Runs `op` asynchronously and reports only its status to `callback`.
+pub(crate) fn done_async<T, F>(
+    state: &Arc<ClientState>,
+    op: F,
+    callback: statestore_done_cb,
+    user_data: *mut c_void,
+) -> Result<()>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    let callback = callback.ok_or_else(|| null("callback"))?;
+    let user = UserData(user_data);
+    state.call_async(op, move |result| {
+        let user = user;
+        deliver(result, |status, message, _| unsafe {
+            callback(user.0, status, message)
+        })
+    });
+    Ok(())
+}

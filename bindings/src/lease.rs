@@ -1,0 +1,1029 @@
+//! Locks (with guards and `update`), leases and leader elections.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use statestore_core::bindings::EventStream;
+use statestore_core::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, UpdateTxn};
+use statestore_core::{Error, Hlc, Result};
+
+use crate::client::{
+    deliver, done_async, statestore_client, statestore_done_cb, statestore_value, value_of,
+    ClientState, CLIENTS,
+};
+use crate::observe::{new_observation, statestore_observation};
+use crate::status::{c_string, entry, statestore_status};
+use crate::util::{self, null, put, Handles, UserData};
+
+/// A lock on the state store (one key, mutual exclusion between processes). Create with
+/// `statestore_lock_new()`, acquire with `statestore_lock_acquire()` (or `_try_acquire()`,
+/// `_acquire_async()`), which give a `statestore_lock_guard`; free with
+/// `statestore_lock_free()`.
+pub struct statestore_lock {
+    _private: [u8; 0],
+}
+
+/// A held lock. Protect writes with its fencing token; release it with
+/// `statestore_lock_guard_release()`; freeing it releases in the background.
+pub struct statestore_lock_guard {
+    _private: [u8; 0],
+}
+
+/// A named lease with a holder name: acquire, renew (automatically by default), release,
+/// fencing token, loss.
+pub struct statestore_lease {
+    _private: [u8; 0],
+}
+
+/// A candidate in a leader election.
+pub struct statestore_election {
+    _private: [u8; 0],
+}
+
+pub(crate) struct LockState {
+    client: Arc<ClientState>,
+    lock: Mutex<Lock>,
+}
+
+pub(crate) struct GuardState {
+    client: Arc<ClientState>,
+    guard: Mutex<Option<LockGuard>>,
+    token: CString,
+    lease: Lease,
+}
+
+pub(crate) struct LeaseState {
+    client: Arc<ClientState>,
+    lease: Lease,
+}
+
+pub(crate) struct ElectionState {
+    client: Arc<ClientState>,
+    election: Election,
+}
+
+static LOCKS: Handles<LockState> = Handles::new(4, "statestore_lock");
+static GUARDS: Handles<GuardState> = Handles::new(5, "statestore_lock_guard");
+static LEASES: Handles<LeaseState> = Handles::new(6, "statestore_lease");
+static ELECTIONS: Handles<ElectionState> = Handles::new(7, "statestore_election");
+
+/// Completion of the acquisitions that give a fencing token: `fencing_token` is borrowed
+/// for the callback (NULL on failure).
+pub type statestore_token_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        fencing_token: *const c_char,
+    ),
+>;
+
+/// Completion of `statestore_lock_acquire_async()`: on success the callback owns `guard`
+/// (free it with `statestore_lock_guard_free()`); NULL on failure.
+pub type statestore_guard_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        guard: *mut statestore_lock_guard,
+    ),
+>;
+
+fn token_string(token: &Hlc) -> *mut c_char {
+    c_string(token.to_string()).into_raw()
+}
+
+/// `timeout_ms` < 0: no limit.
+fn limit(timeout_ms: i64) -> Option<Duration> {
+    u64::try_from(timeout_ms).ok().map(Duration::from_millis)
+}
+
+fn ttl(ttl_ms: u64) -> Result<Duration> {
+    util::positive_millis(ttl_ms, "ttl_ms")
+}
+
+// ---------------------------------------------------------------------------------------
+// Locks
+
+/// A lock on the key `name` whose holdings last `ttl_ms` (renewed automatically while held).
+///
+/// # Safety
+/// `name` valid for `name_len` bytes, `lock` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_new(
+    client: *const statestore_client,
+    name: *const u8,
+    name_len: usize,
+    ttl_ms: u64,
+    lock: *mut *mut statestore_lock,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(lock, "lock") }?;
+        let state = CLIENTS.get(client, "client")?;
+        let name = unsafe { util::key(name, name_len, "name") }?;
+        let created = Lock::new(&state.client, name, ttl(ttl_ms)?)?;
+        unsafe {
+            lock.write(LOCKS.insert(Arc::new(LockState {
+                client: state,
+                lock: Mutex::new(created),
+            })))
+        };
+        Ok(())
+    })
+}
+
+/// Whether guards renew the lock automatically (default: yes). Without renewal a holding
+/// ends after its TTL.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_set_auto_renew(
+    lock: *const statestore_lock,
+    auto_renew: bool,
+) -> statestore_status {
+    entry(|| {
+        let state = LOCKS.get(lock, "lock")?;
+        let mut current = state.lock.lock().unwrap_or_else(|e| e.into_inner());
+        *current = current.clone().auto_renew(auto_renew);
+        Ok(())
+    })
+}
+
+/// Frees a lock. NULL does nothing. Guards taken from it stay valid.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_free(lock: *mut statestore_lock) -> statestore_status {
+    entry(|| LOCKS.remove(lock, "lock").map(drop))
+}
+
+fn lock_of(lock: *const statestore_lock) -> Result<(Arc<ClientState>, Lock)> {
+    let state = LOCKS.get(lock, "lock")?;
+    let current = state.lock.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok((state.client.clone(), current))
+}
+
+fn new_guard(client: &Arc<ClientState>, guard: LockGuard) -> *mut statestore_lock_guard {
+    let token = c_string(guard.fencing_token().to_string());
+    let lease = guard.lease().clone();
+    GUARDS.insert(Arc::new(GuardState {
+        client: client.clone(),
+        guard: Mutex::new(Some(guard)),
+        token,
+        lease,
+    }))
+}
+
+async fn acquire(lock: Lock, timeout: Option<Duration>) -> Result<LockGuard> {
+    match timeout {
+        Some(timeout) if timeout.is_zero() => match lock.try_lock().await? {
+            Some(guard) => Ok(guard),
+            None => Err(Error::Timeout(timeout)),
+        },
+        Some(timeout) => lock.timeout(timeout).lock().await,
+        None => lock.lock().await,
+    }
+}
+
+/// Acquires the lock, waiting up to `timeout_ms` (< 0: no limit; 0: one attempt) while
+/// another holder has it: `STATESTORE_ERR_TIMEOUT` if it did not come free in time. On
+/// success `*guard` is the holding (free it with `statestore_lock_guard_free()`).
+///
+/// # Safety
+/// `guard` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_acquire(
+    lock: *const statestore_lock,
+    timeout_ms: i64,
+    guard: *mut *mut statestore_lock_guard,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(guard, "guard") }?;
+        let (client, lock) = lock_of(lock)?;
+        let held = client.call(acquire(lock, limit(timeout_ms)))?;
+        unsafe { guard.write(new_guard(&client, held)) };
+        Ok(())
+    })
+}
+
+/// One attempt: `*guard` is the holding, or NULL if another holder has the lock (status OK).
+///
+/// # Safety
+/// `guard` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_try_acquire(
+    lock: *const statestore_lock,
+    guard: *mut *mut statestore_lock_guard,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(guard, "guard") }?;
+        let (client, lock) = lock_of(lock)?;
+        if let Some(held) = client.call(async move { lock.try_lock().await })? {
+            unsafe { guard.write(new_guard(&client, held)) };
+        }
+        Ok(())
+    })
+}
+
+/// `statestore_lock_acquire()` without blocking: `callback` runs once with the guard (which
+/// it then owns) or the error.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_acquire_async(
+    lock: *const statestore_lock,
+    timeout_ms: i64,
+    callback: statestore_guard_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let callback = callback.ok_or_else(|| null("callback"))?;
+        let (client, lock) = lock_of(lock)?;
+        let user = UserData(user_data);
+        let owner = client.clone();
+        client.call_async(acquire(lock, limit(timeout_ms)), move |result| {
+            let user = user;
+            let result = result.map(|held| new_guard(&owner, held));
+            deliver(result, |status, message, guard| unsafe {
+                callback(
+                    user.0,
+                    status,
+                    message,
+                    guard.copied().unwrap_or(std::ptr::null_mut()),
+                )
+            })
+        });
+        Ok(())
+    })
+}
+
+/// What an update function decided.
+#[allow(non_camel_case_types)]
+#[repr(i32)]
+pub enum statestore_update_action {
+    /// Write the bytes given to `statestore_buffer_set()` (empty if it was not called).
+    STATESTORE_UPDATE_WRITE = 0,
+    /// Delete the key.
+    STATESTORE_UPDATE_DELETE = 1,
+    /// Write nothing; `statestore_lock_update()` returns `STATESTORE_ERR_CANCELLED`.
+    STATESTORE_UPDATE_ABORT = 2,
+}
+
+/// Where an update function puts the new value (only valid during the call).
+pub struct statestore_buffer {
+    _private: [u8; 0],
+}
+
+/// Copies `len` bytes at `data` into `buffer` as the value to write (NULL allowed when `len`
+/// is 0). Call it from an update function only.
+///
+/// # Safety
+/// `buffer` must be the buffer passed to the running update function; `data` valid for
+/// `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_buffer_set(
+    buffer: *mut statestore_buffer,
+    data: *const u8,
+    len: usize,
+) -> statestore_status {
+    entry(|| {
+        if buffer.is_null() {
+            return Err(null("buffer"));
+        }
+        let value = unsafe { util::bytes(data, len, "data") }?;
+        unsafe { *buffer.cast::<Bytes>() = value };
+        Ok(())
+    })
+}
+
+/// An update function: gets the key's current value (`old` NULL: the key does not exist;
+/// borrowed for the call) and returns a `statestore_update_action`. It runs on the calling
+/// thread, with the lock held.
+pub type statestore_update_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        old: *const statestore_value,
+        out: *mut statestore_buffer,
+    ) -> i32,
+>;
+
+/// Updates `key` under the lock: acquires it (waiting up to `timeout_ms`, < 0: no limit),
+/// reads `key`, calls `update`, writes its result with the lock's fencing token (or deletes,
+/// or writes nothing), and releases the lock. Every writer of `key` must go through the
+/// lock. `key` may not be the lock's own key. If the lock is lost before the write, nothing
+/// is written and the call fails with `STATESTORE_ERR_NOT_HELD`.
+///
+/// # Safety
+/// `key` valid for `key_len` bytes; `update` callable with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_update(
+    lock: *const statestore_lock,
+    key: *const u8,
+    key_len: usize,
+    timeout_ms: i64,
+    update: statestore_update_fn,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let update = update.ok_or_else(|| null("update"))?;
+        let key = unsafe { util::key(key, key_len, "key") }?;
+        let (client, mut lock) = lock_of(lock)?;
+        if let Some(timeout) = limit(timeout_ms) {
+            lock = lock.timeout(timeout);
+        }
+        let txn: UpdateTxn = client.call(async move { lock.begin_update(key).await })?;
+        let old = txn.old_value().map(|v| value_of(v.clone(), None::<&Hlc>));
+        let mut buffer = Bytes::new();
+        let old_view = old
+            .as_ref()
+            .map_or(std::ptr::null(), |o| &o.view as *const _);
+        let action = unsafe {
+            update(
+                user_data,
+                old_view,
+                (&mut buffer as *mut Bytes).cast::<statestore_buffer>(),
+            )
+        };
+        let new_value = match action {
+            0 => Some(buffer),
+            1 => None,
+            2 => {
+                client.call(async move { txn.abort().await })?;
+                return Err(Error::Cancelled);
+            }
+            other => {
+                client.call(async move { txn.abort().await })?;
+                return Err(Error::InvalidArgument(format!(
+                    "the update function returned {other}, not a statestore_update_action"
+                )));
+            }
+        };
+        client
+            .call(async move { txn.commit(new_value).await })
+            .map(drop)
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Guards
+
+/// The fencing token of this holding: pass it in `statestore_set_options.fencing_token`
+/// to write the keys the lock protects. Borrowed until the guard is freed.
+///
+/// # Safety
+/// `token` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_guard_fencing_token(
+    guard: *const statestore_lock_guard,
+    token: *mut *const c_char,
+) -> statestore_status {
+    entry(|| {
+        let state = GUARDS.get(guard, "guard")?;
+        // The CString lives in the handle's state, which lives until the handle is freed.
+        let pointer = state.token.as_ptr();
+        unsafe { put(token, "token", pointer) }
+    })
+}
+
+/// Whether the lock is still held by this guard (false once released or lost).
+///
+/// # Safety
+/// `held` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_guard_is_held(
+    guard: *const statestore_lock_guard,
+    held: *mut bool,
+) -> statestore_status {
+    entry(|| {
+        let state = GUARDS.get(guard, "guard")?;
+        unsafe { put(held, "held", state.lease.is_held()) }
+    })
+}
+
+/// The loss of this holding as an observation that delivers one `STATESTORE_EVENT_LOST`
+/// event (pull it with `statestore_observation_next()` or set a callback), then ends; it
+/// ends without an event when the lock is released.
+///
+/// # Safety
+/// `observation` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_guard_watch_loss(
+    guard: *const statestore_lock_guard,
+    observation: *mut *mut statestore_observation,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(observation, "observation") }?;
+        let state = GUARDS.get(guard, "guard")?;
+        let stream = EventStream::from_lease_loss(&state.lease);
+        unsafe { observation.write(new_observation(stream)) };
+        Ok(())
+    })
+}
+
+fn take_guard(guard: *const statestore_lock_guard) -> Result<(Arc<ClientState>, LockGuard)> {
+    let state = GUARDS.get(guard, "guard")?;
+    let held = state
+        .guard
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .ok_or_else(|| Error::NotHeld("this guard was already released".into()))?;
+    Ok((state.client.clone(), held))
+}
+
+/// Releases the lock and waits for the service's answer. The guard must still be freed.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_guard_release(
+    guard: *const statestore_lock_guard,
+) -> statestore_status {
+    entry(|| {
+        let (client, held) = take_guard(guard)?;
+        client.call(async move { held.release().await })
+    })
+}
+
+/// `statestore_lock_guard_release()` without blocking.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_guard_release_async(
+    guard: *const statestore_lock_guard,
+    callback: statestore_done_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        if callback.is_none() {
+            return Err(null("callback"));
+        }
+        let (client, held) = take_guard(guard)?;
+        done_async(
+            &client,
+            async move { held.release().await },
+            callback,
+            user_data,
+        )
+    })
+}
+
+/// Frees a guard, releasing the lock in the background if it is still held (release it
+/// explicitly before closing the client: a background release queued at close is never
+/// sent, and the lock then stays taken until its TTL passes). NULL does nothing.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_guard_free(
+    guard: *mut statestore_lock_guard,
+) -> statestore_status {
+    entry(|| GUARDS.remove(guard, "guard").map(drop))
+}
+
+// ---------------------------------------------------------------------------------------
+// Leases
+
+/// A lease on `key` for the holder name `holder` (unique per holder), renewed automatically
+/// while held.
+///
+/// # Safety
+/// `key`/`holder` valid for their lengths; `lease` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_new(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    holder: *const u8,
+    holder_len: usize,
+    lease: *mut *mut statestore_lease,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(lease, "lease") }?;
+        let state = CLIENTS.get(client, "client")?;
+        let key = unsafe { util::key(key, key_len, "key") }?;
+        let holder = unsafe { util::key(holder, holder_len, "holder") }?;
+        let created = Lease::new(&state.client, key, holder)?.auto_renew(true);
+        unsafe {
+            lease.write(LEASES.insert(Arc::new(LeaseState {
+                client: state,
+                lease: created,
+            })))
+        };
+        Ok(())
+    })
+}
+
+/// Turns automatic renewal on or off (default: on).
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_set_auto_renew(
+    lease: *const statestore_lease,
+    auto_renew: bool,
+) -> statestore_status {
+    entry(|| {
+        LEASES.get(lease, "lease")?.lease.set_auto_renew(auto_renew);
+        Ok(())
+    })
+}
+
+fn lease_of(lease: *const statestore_lease) -> Result<(Arc<ClientState>, Lease)> {
+    let state = LEASES.get(lease, "lease")?;
+    Ok((state.client.clone(), state.lease.clone()))
+}
+
+async fn acquire_lease(lease: Lease, ttl: Duration, timeout: Option<Duration>) -> Result<Hlc> {
+    match timeout {
+        Some(timeout) if timeout.is_zero() => match lease.try_acquire(ttl).await? {
+            AcquireOutcome::Acquired { token } => Ok(token),
+            _ => Err(Error::Timeout(timeout)),
+        },
+        Some(timeout) => lease.acquire_timeout(ttl, timeout).await,
+        None => lease.acquire(ttl).await,
+    }
+}
+
+/// Acquires the lease for `ttl_ms`, waiting up to `timeout_ms` (< 0: no limit; 0: one
+/// attempt). `*fencing_token` (if not NULL) receives the token; free it with
+/// `statestore_string_free()`.
+///
+/// # Safety
+/// `fencing_token` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_acquire(
+    lease: *const statestore_lease,
+    ttl_ms: u64,
+    timeout_ms: i64,
+    fencing_token: *mut *mut c_char,
+) -> statestore_status {
+    entry(|| {
+        if !fencing_token.is_null() {
+            unsafe { fencing_token.write(std::ptr::null_mut()) };
+        }
+        let (client, lease) = lease_of(lease)?;
+        let token = client.call(acquire_lease(lease, ttl(ttl_ms)?, limit(timeout_ms)))?;
+        if !fencing_token.is_null() {
+            unsafe { fencing_token.write(token_string(&token)) };
+        }
+        Ok(())
+    })
+}
+
+/// Reports a token result to a `statestore_token_cb`.
+fn token_async<F>(
+    client: &Arc<ClientState>,
+    op: F,
+    callback: statestore_token_cb,
+    user_data: *mut c_void,
+) -> Result<()>
+where
+    F: std::future::Future<Output = Result<Hlc>> + Send + 'static,
+{
+    let callback = callback.ok_or_else(|| null("callback"))?;
+    let user = UserData(user_data);
+    client.call_async(op, move |result| {
+        let user = user;
+        deliver(result, |status, message, token| {
+            let text = token.map(|t| c_string(t.to_string()));
+            let pointer = text.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+            unsafe { callback(user.0, status, message, pointer) }
+        })
+    });
+    Ok(())
+}
+
+/// `statestore_lease_acquire()` without blocking.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_acquire_async(
+    lease: *const statestore_lease,
+    ttl_ms: u64,
+    timeout_ms: i64,
+    callback: statestore_token_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let (client, lease) = lease_of(lease)?;
+        let op = acquire_lease(lease, ttl(ttl_ms)?, limit(timeout_ms));
+        token_async(&client, op, callback, user_data)
+    })
+}
+
+/// One attempt: `*acquired` says whether the lease is now held; if so and `fencing_token` is
+/// not NULL, `*fencing_token` receives the token (free with `statestore_string_free()`).
+///
+/// # Safety
+/// `acquired` valid for a write; `fencing_token` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_try_acquire(
+    lease: *const statestore_lease,
+    ttl_ms: u64,
+    acquired: *mut bool,
+    fencing_token: *mut *mut c_char,
+) -> statestore_status {
+    entry(|| {
+        unsafe { put(acquired, "acquired", false) }?;
+        if !fencing_token.is_null() {
+            unsafe { fencing_token.write(std::ptr::null_mut()) };
+        }
+        let (client, lease) = lease_of(lease)?;
+        let ttl = ttl(ttl_ms)?;
+        if let AcquireOutcome::Acquired { token } =
+            client.call(async move { lease.try_acquire(ttl).await })?
+        {
+            unsafe { acquired.write(true) };
+            if !fencing_token.is_null() {
+                unsafe { fencing_token.write(token_string(&token)) };
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Renews the lease now (only needed without automatic renewal).
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_renew(
+    lease: *const statestore_lease,
+) -> statestore_status {
+    entry(|| {
+        let (client, lease) = lease_of(lease)?;
+        client.call(async move { lease.renew().await })
+    })
+}
+
+/// Releases the lease (deletes the key only if it holds this holder's name).
+/// `*released` (if not NULL) says whether it was held.
+///
+/// # Safety
+/// `released` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_release(
+    lease: *const statestore_lease,
+    released: *mut bool,
+) -> statestore_status {
+    entry(|| {
+        let (client, lease) = lease_of(lease)?;
+        let was_held = client.call(async move { lease.release().await })?;
+        if !released.is_null() {
+            unsafe { released.write(was_held) };
+        }
+        Ok(())
+    })
+}
+
+/// `statestore_lease_release()` without blocking.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_release_async(
+    lease: *const statestore_lease,
+    callback: statestore_done_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let (client, lease) = lease_of(lease)?;
+        done_async(
+            &client,
+            async move { lease.release().await },
+            callback,
+            user_data,
+        )
+    })
+}
+
+fn optional_token(token: Option<Hlc>, out: *mut *mut c_char) -> Result<()> {
+    unsafe { util::out_ptr(out, "fencing_token") }?;
+    if let Some(token) = token {
+        unsafe { out.write(token_string(&token)) };
+    }
+    Ok(())
+}
+
+/// The fencing token of the current holding, or NULL when not held. Free it with
+/// `statestore_string_free()`.
+///
+/// # Safety
+/// `fencing_token` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_fencing_token(
+    lease: *const statestore_lease,
+    fencing_token: *mut *mut c_char,
+) -> statestore_status {
+    entry(|| {
+        optional_token(
+            LEASES.get(lease, "lease")?.lease.fencing_token(),
+            fencing_token,
+        )
+    })
+}
+
+/// Whether the lease is held (as this holder sees it).
+///
+/// # Safety
+/// `held` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_is_held(
+    lease: *const statestore_lease,
+    held: *mut bool,
+) -> statestore_status {
+    entry(|| unsafe { put(held, "held", LEASES.get(lease, "lease")?.lease.is_held()) })
+}
+
+fn holder_out(holder: Option<Bytes>, out: *mut *mut statestore_value) -> Result<()> {
+    if let Some(name) = holder {
+        unsafe { out.write(value_of(name, None).into_raw()) };
+    }
+    Ok(())
+}
+
+/// Reads who holds the lease's key now: `*holder` is the holder's name (a value without
+/// version; free with `statestore_value_free()`) or NULL if nobody holds it.
+///
+/// # Safety
+/// `holder` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_holder(
+    lease: *const statestore_lease,
+    holder: *mut *mut statestore_value,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(holder, "holder") }?;
+        let (client, lease) = lease_of(lease)?;
+        let found = client.call(async move { lease.holder().await })?;
+        holder_out(found, holder)
+    })
+}
+
+/// The loss of the current holding as an observation: one `STATESTORE_EVENT_LOST` event,
+/// then the end (no event if the lease is released instead).
+///
+/// # Safety
+/// `observation` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_watch_loss(
+    lease: *const statestore_lease,
+    observation: *mut *mut statestore_observation,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(observation, "observation") }?;
+        let state = LEASES.get(lease, "lease")?;
+        let stream = EventStream::from_lease_loss(&state.lease);
+        unsafe { observation.write(new_observation(stream)) };
+        Ok(())
+    })
+}
+
+/// Frees a lease handle (a held lease stops renewing and expires after its TTL: release it
+/// first). NULL does nothing.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_free(lease: *mut statestore_lease) -> statestore_status {
+    entry(|| LEASES.remove(lease, "lease").map(drop))
+}
+
+// ---------------------------------------------------------------------------------------
+// Elections
+
+/// A candidate `candidate` (unique per candidate) in the election on key `name`;
+/// leadership lasts `ttl_ms` and is renewed automatically.
+///
+/// # Safety
+/// `name`/`candidate` valid for their lengths; `election` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_new(
+    client: *const statestore_client,
+    name: *const u8,
+    name_len: usize,
+    candidate: *const u8,
+    candidate_len: usize,
+    ttl_ms: u64,
+    election: *mut *mut statestore_election,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(election, "election") }?;
+        let state = CLIENTS.get(client, "client")?;
+        let name = unsafe { util::key(name, name_len, "name") }?;
+        let candidate = unsafe { util::key(candidate, candidate_len, "candidate") }?;
+        let created = Election::new(&state.client, name, candidate, ttl(ttl_ms)?)?;
+        unsafe {
+            election.write(ELECTIONS.insert(Arc::new(ElectionState {
+                client: state,
+                election: created,
+            })))
+        };
+        Ok(())
+    })
+}
+
+fn election_of(election: *const statestore_election) -> Result<(Arc<ClientState>, Election)> {
+    let state = ELECTIONS.get(election, "election")?;
+    Ok((state.client.clone(), state.election.clone()))
+}
+
+async fn campaign(election: Election, timeout: Option<Duration>) -> Result<Hlc> {
+    match timeout {
+        Some(timeout) if timeout.is_zero() => match election.try_campaign().await? {
+            AcquireOutcome::Acquired { token } => Ok(token),
+            _ => Err(Error::Timeout(timeout)),
+        },
+        Some(timeout) => election.campaign_timeout(timeout).await,
+        None => election.campaign().await,
+    }
+}
+
+/// Campaigns until elected, waiting up to `timeout_ms` (< 0: no limit; 0: one attempt).
+/// `*fencing_token` (if not NULL) receives the leadership's token (free with
+/// `statestore_string_free()`).
+///
+/// # Safety
+/// `fencing_token` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_campaign(
+    election: *const statestore_election,
+    timeout_ms: i64,
+    fencing_token: *mut *mut c_char,
+) -> statestore_status {
+    entry(|| {
+        if !fencing_token.is_null() {
+            unsafe { fencing_token.write(std::ptr::null_mut()) };
+        }
+        let (client, election) = election_of(election)?;
+        let token = client.call(campaign(election, limit(timeout_ms)))?;
+        if !fencing_token.is_null() {
+            unsafe { fencing_token.write(token_string(&token)) };
+        }
+        Ok(())
+    })
+}
+
+/// `statestore_election_campaign()` without blocking.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_campaign_async(
+    election: *const statestore_election,
+    timeout_ms: i64,
+    callback: statestore_token_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let (client, election) = election_of(election)?;
+        token_async(
+            &client,
+            campaign(election, limit(timeout_ms)),
+            callback,
+            user_data,
+        )
+    })
+}
+
+/// Gives up leadership (or stops being a candidate).
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_resign(
+    election: *const statestore_election,
+) -> statestore_status {
+    entry(|| {
+        let (client, election) = election_of(election)?;
+        client.call(async move { election.resign().await })
+    })
+}
+
+/// `statestore_election_resign()` without blocking.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_resign_async(
+    election: *const statestore_election,
+    callback: statestore_done_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    entry(|| {
+        let (client, election) = election_of(election)?;
+        done_async(
+            &client,
+            async move { election.resign().await },
+            callback,
+            user_data,
+        )
+    })
+}
+
+/// Reads the current leader: `*leader` is its name (free with `statestore_value_free()`) or
+/// NULL when there is none.
+///
+/// # Safety
+/// `leader` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_leader(
+    election: *const statestore_election,
+    leader: *mut *mut statestore_value,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(leader, "leader") }?;
+        let (client, election) = election_of(election)?;
+        let found = client.call(async move { election.leader().await })?;
+        holder_out(found, leader)
+    })
+}
+
+/// Whether this candidate is the leader (as it sees it).
+///
+/// # Safety
+/// `leader` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_is_leader(
+    election: *const statestore_election,
+    leader: *mut bool,
+) -> statestore_status {
+    entry(|| {
+        let state = ELECTIONS.get(election, "election")?;
+        unsafe { put(leader, "leader", state.election.is_leader()) }
+    })
+}
+
+/// The fencing token of the current leadership, or NULL when not leader (free with
+/// `statestore_string_free()`).
+///
+/// # Safety
+/// `fencing_token` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_fencing_token(
+    election: *const statestore_election,
+    fencing_token: *mut *mut c_char,
+) -> statestore_status {
+    entry(|| {
+        let state = ELECTIONS.get(election, "election")?;
+        optional_token(state.election.fencing_token(), fencing_token)
+    })
+}
+
+/// Observes the election's leader: `STATESTORE_EVENT_ELECTED` (with the leader's name in
+/// `holder`) and `STATESTORE_EVENT_VACANT` events.
+///
+/// # Safety
+/// `observation` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_observe(
+    election: *const statestore_election,
+    observation: *mut *mut statestore_observation,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(observation, "observation") }?;
+        let (client, election) = election_of(election)?;
+        let key = election.name().clone();
+        let observed = client.call(async move { election.observe().await })?;
+        unsafe { observation.write(new_observation(EventStream::from_leader(observed, key))) };
+        Ok(())
+    })
+}
+
+/// The loss of the current leadership as an observation (one `STATESTORE_EVENT_LOST` event,
+/// then the end; none if it resigns).
+///
+/// # Safety
+/// `observation` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_watch_loss(
+    election: *const statestore_election,
+    observation: *mut *mut statestore_observation,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(observation, "observation") }?;
+        let state = ELECTIONS.get(election, "election")?;
+        let stream = EventStream::from_lease_loss(state.election.lease());
+        unsafe { observation.write(new_observation(stream)) };
+        Ok(())
+    })
+}
+
+/// Frees an election handle (a leader stops renewing: resign first). NULL does nothing.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_free(
+    election: *mut statestore_election,
+) -> statestore_status {
+    entry(|| ELECTIONS.remove(election, "election").map(drop))
+}

@@ -1,0 +1,322 @@
+//! Connection options: an opaque object with setters, so that new options never change the ABI.
+
+use std::ffi::c_char;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use statestore_core::bindings::OptionValue;
+use statestore_core::{ConnectOptions, Result};
+
+use crate::status::{entry, statestore_status};
+use crate::util::{self, Handles};
+
+/// Connection settings. Create with `statestore_options_new()` or
+/// `statestore_options_from_env()`, adjust with the setters, pass to `statestore_connect()`
+/// (which copies them), free with `statestore_options_free()`.
+pub struct statestore_options {
+    _private: [u8; 0],
+}
+
+pub(crate) static OPTIONS: Handles<Mutex<ConnectOptions>> = Handles::new(2, "statestore_options");
+
+fn new_options(options: ConnectOptions, out: *mut *mut statestore_options) -> Result<()> {
+    unsafe { util::out_ptr(out, "options") }?;
+    unsafe { out.write(OPTIONS.insert(Arc::new(Mutex::new(options)))) };
+    Ok(())
+}
+
+/// New options: `localhost:1883`, plain TCP, a generated client id, keep-alive 60 s, session
+/// expiry 3600 s, clean start, no credentials, call timeout 10 s, reconnect backoff 128 ms
+/// doubling up to 60 s.
+///
+/// # Safety
+/// `options` must be NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_new(
+    options: *mut *mut statestore_options,
+) -> statestore_status {
+    entry(|| new_options(ConnectOptions::default(), options))
+}
+
+/// New options from the environment that Azure IoT Operations gives a pod: `AIO_BROKER_HOSTNAME`,
+/// `AIO_BROKER_TCP_PORT`, `AIO_MQTT_USE_TLS`, `AIO_TLS_CA_FILE`, `AIO_SAT_FILE`,
+/// `AIO_MQTT_CLIENT_ID`, ... A missing required variable or a bad value fails with
+/// `STATESTORE_ERR_INVALID_ARGUMENT` naming it.
+///
+/// # Safety
+/// `options` must be NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_from_env(
+    options: *mut *mut statestore_options,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(options, "options") }?;
+        new_options(ConnectOptions::from_env()?, options)
+    })
+}
+
+/// Frees options. NULL does nothing.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_free(
+    options: *mut statestore_options,
+) -> statestore_status {
+    entry(|| OPTIONS.remove(options, "options").map(drop))
+}
+
+fn apply(options: *mut statestore_options, name: &str, value: OptionValue) -> Result<()> {
+    let options = OPTIONS.get(options, "options")?;
+    let mut options = options.lock().unwrap_or_else(|e| e.into_inner());
+    options.set_option(name, value)
+}
+
+fn set(options: *mut statestore_options, name: &str, value: OptionValue) -> statestore_status {
+    entry(|| apply(options, name, value))
+}
+
+fn set_text(
+    options: *mut statestore_options,
+    name: &str,
+    value: *const c_char,
+) -> statestore_status {
+    entry(|| {
+        let text = unsafe { util::string(value, name) }?;
+        apply(options, name, OptionValue::Str(text))
+    })
+}
+
+fn set_ms(options: *mut statestore_options, name: &str, ms: u64) -> statestore_status {
+    set(
+        options,
+        name,
+        OptionValue::Duration(Duration::from_millis(ms)),
+    )
+}
+
+/// Sets any option by name from text, the way the `AIO_*` variables and config files spell
+/// it: `name` is one of `host`, `port`, `client_id`, `keep_alive`, `session_expiry`,
+/// `clean_start`, `tls`, `ca_file`, `cert_file`, `key_file`, `key_password_file`,
+/// `username`, `password`, `password_file`, `sat_token_file`, `sat_check_interval`,
+/// `default_timeout`, `reconnect_initial_delay`, `reconnect_max_delay`, `max_packet_size`;
+/// durations read `"10s"`, `"250ms"`; booleans `"true"`/`"false"`. An unknown name or a bad
+/// value fails with `STATESTORE_ERR_INVALID_ARGUMENT` naming it.
+///
+/// # Safety
+/// `name` and `value` must be NULL or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set(
+    options: *mut statestore_options,
+    name: *const c_char,
+    value: *const c_char,
+) -> statestore_status {
+    entry(|| {
+        let name = unsafe { util::string(name, "name") }?;
+        let text = unsafe { util::string(value, "value") }?;
+        apply(options, &name, OptionValue::Str(text))
+    })
+}
+
+/// Sets the broker host name or address.
+///
+/// # Safety
+/// `host` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_host(
+    options: *mut statestore_options,
+    host: *const c_char,
+) -> statestore_status {
+    set_text(options, "host", host)
+}
+
+/// Sets the broker TCP port.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_port(
+    options: *mut statestore_options,
+    port: u16,
+) -> statestore_status {
+    set(options, "port", OptionValue::Int(i64::from(port)))
+}
+
+/// Sets the MQTT client id (no `+`, `#`); generated when never set.
+///
+/// # Safety
+/// `client_id` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_client_id(
+    options: *mut statestore_options,
+    client_id: *const c_char,
+) -> statestore_status {
+    set_text(options, "client_id", client_id)
+}
+
+/// Sets the MQTT keep-alive (5 s to 65535 s).
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_keep_alive_ms(
+    options: *mut statestore_options,
+    keep_alive_ms: u64,
+) -> statestore_status {
+    set_ms(options, "keep_alive", keep_alive_ms)
+}
+
+/// Sets how long the broker keeps the session after a disconnect (whole seconds count).
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_session_expiry_ms(
+    options: *mut statestore_options,
+    session_expiry_ms: u64,
+) -> statestore_status {
+    set_ms(options, "session_expiry", session_expiry_ms)
+}
+
+/// Whether the first connection starts a clean session.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_clean_start(
+    options: *mut statestore_options,
+    clean_start: bool,
+) -> statestore_status {
+    set(options, "clean_start", OptionValue::Bool(clean_start))
+}
+
+/// Turns TLS on (with the system's root certificates unless a CA file is set) or off.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_tls(
+    options: *mut statestore_options,
+    tls: bool,
+) -> statestore_status {
+    set(options, "tls", OptionValue::Bool(tls))
+}
+
+/// Sets the PEM file of the CA certificates that validate the broker (turns TLS on).
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_ca_file(
+    options: *mut statestore_options,
+    path: *const c_char,
+) -> statestore_status {
+    set_text(options, "ca_file", path)
+}
+
+/// Sets the client certificate chain (PEM) for X.509 authentication (with a key file).
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_cert_file(
+    options: *mut statestore_options,
+    path: *const c_char,
+) -> statestore_status {
+    set_text(options, "cert_file", path)
+}
+
+/// Sets the private key (unencrypted PEM) of the client certificate.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_key_file(
+    options: *mut statestore_options,
+    path: *const c_char,
+) -> statestore_status {
+    set_text(options, "key_file", path)
+}
+
+/// Sets the MQTT username.
+///
+/// # Safety
+/// `username` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_username(
+    options: *mut statestore_options,
+    username: *const c_char,
+) -> statestore_status {
+    set_text(options, "username", username)
+}
+
+/// Sets the MQTT password (needs a username).
+///
+/// # Safety
+/// `password` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_password(
+    options: *mut statestore_options,
+    password: *const c_char,
+) -> statestore_status {
+    set_text(options, "password", password)
+}
+
+/// Authenticates with a Kubernetes service-account token (`K8S-SAT`) read from `path`; the
+/// file is watched and a new token makes the client reconnect with it.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_sat_token_file(
+    options: *mut statestore_options,
+    path: *const c_char,
+) -> statestore_status {
+    set_text(options, "sat_token_file", path)
+}
+
+/// Sets the timeout of calls that do not set their own, and of connecting (positive).
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_default_timeout_ms(
+    options: *mut statestore_options,
+    timeout_ms: u64,
+) -> statestore_status {
+    set_ms(options, "default_timeout", timeout_ms)
+}
+
+/// Sets the reconnect backoff: the first delay, doubling (with jitter) up to the maximum
+/// (`0 < initial_ms <= max_ms`).
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_reconnect_backoff_ms(
+    options: *mut statestore_options,
+    initial_ms: u64,
+    max_ms: u64,
+) -> statestore_status {
+    entry(|| {
+        let handle = OPTIONS.get(options, "options")?;
+        let mut options = handle.lock().unwrap_or_else(|e| e.into_inner());
+        if initial_ms == 0 || max_ms < initial_ms {
+            return Err(statestore_core::Error::InvalidArgument(format!(
+                "reconnect backoff must satisfy 0 < initial_ms <= max_ms, got {initial_ms} and {max_ms}"
+            )));
+        }
+        // Both or neither: a half-applied pair could be refused at connect.
+        let mut changed = options.clone();
+        changed.set_option(
+            "reconnect_initial_delay",
+            OptionValue::Duration(Duration::from_millis(initial_ms)),
+        )?;
+        changed.set_option(
+            "reconnect_max_delay",
+            OptionValue::Duration(Duration::from_millis(max_ms)),
+        )?;
+        *options = changed;
+        Ok(())
+    })
+}

@@ -1,0 +1,193 @@
+//! Handles, arguments and results: the translation between C values and core values.
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use statestore_core::bindings::HandleTable;
+use statestore_core::client::MQTT_MAX_PACKET_SIZE;
+use statestore_core::{Error, Hlc, Result};
+
+/// A table of live handles of one type. C sees a handle as an opaque pointer whose value is
+/// the table's id with a type tag in the top byte, so a freed, stale or foreign pointer is
+/// an `STATESTORE_ERR_INVALID_ARGUMENT`, never a dereference.
+pub(crate) struct Handles<T> {
+    table: LazyLock<HandleTable<T>>,
+    tag: u64,
+    what: &'static str,
+}
+
+const TAG_SHIFT: u32 = 56;
+
+impl<T: Send + Sync + 'static> Handles<T> {
+    pub(crate) const fn new(tag: u8, what: &'static str) -> Self {
+        Self {
+            table: LazyLock::new(HandleTable::new),
+            tag: tag as u64,
+            what,
+        }
+    }
+
+    /// A new handle for `value`, as the C pointer.
+    pub(crate) fn insert<P>(&self, value: Arc<T>) -> *mut P {
+        let id = self.table.insert(value);
+        debug_assert!(id >> TAG_SHIFT == 0);
+        ((id | (self.tag << TAG_SHIFT)) as usize) as *mut P
+    }
+
+    fn id<P>(&self, pointer: *const P) -> Option<u64> {
+        let raw = pointer as usize as u64;
+        (raw >> TAG_SHIFT == self.tag).then_some(raw & ((1 << TAG_SHIFT) - 1))
+    }
+
+    /// The live object behind `pointer` (`name` is the argument's name, for the message).
+    pub(crate) fn get<P>(&self, pointer: *const P, name: &str) -> Result<Arc<T>> {
+        if pointer.is_null() {
+            return Err(null(name));
+        }
+        self.id(pointer)
+            .and_then(|id| self.table.get(id))
+            .ok_or_else(|| self.stale(name))
+    }
+
+    /// Removes the handle; `Ok(None)` for NULL (freeing NULL does nothing).
+    pub(crate) fn remove<P>(&self, pointer: *const P, name: &str) -> Result<Option<Arc<T>>> {
+        if pointer.is_null() {
+            return Ok(None);
+        }
+        self.id(pointer)
+            .and_then(|id| self.table.remove(id))
+            .map(Some)
+            .ok_or_else(|| self.stale(name))
+    }
+
+    fn stale(&self, name: &str) -> Error {
+        Error::InvalidArgument(format!(
+            "{name} is not a live {} (already freed, or not created by this library)",
+            self.what
+        ))
+    }
+}
+
+/// The `NULL` argument error.
+pub(crate) fn null(name: &str) -> Error {
+    Error::InvalidArgument(format!("{name} is NULL"))
+}
+
+/// Writes `value` through an out-parameter.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write of `T`.
+pub(crate) unsafe fn put<T>(out: *mut T, name: &str, value: T) -> Result<()> {
+    if out.is_null() {
+        return Err(null(name));
+    }
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// Checks an out-parameter before any work is done, and clears it so that a failed call
+/// leaves NULL behind.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write of a pointer.
+pub(crate) unsafe fn out_ptr<T>(out: *mut *mut T, name: &str) -> Result<()> {
+    if out.is_null() {
+        return Err(null(name));
+    }
+    unsafe { out.write(std::ptr::null_mut()) };
+    Ok(())
+}
+
+/// Copies `(data, len)` into `Bytes`. `data` may be NULL only when `len` is 0. Lengths over
+/// the largest MQTT packet are refused before the memory is read.
+///
+/// # Safety
+/// `data` must be NULL or valid for reads of `len` bytes.
+pub(crate) unsafe fn bytes(data: *const u8, len: usize, name: &str) -> Result<Bytes> {
+    if len > MQTT_MAX_PACKET_SIZE as usize {
+        return Err(Error::InvalidArgument(format!(
+            "{name}_len is {len}, more than the largest MQTT packet ({MQTT_MAX_PACKET_SIZE} bytes)"
+        )));
+    }
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    if data.is_null() {
+        return Err(null(name));
+    }
+    Ok(Bytes::copy_from_slice(unsafe {
+        std::slice::from_raw_parts(data, len)
+    }))
+}
+
+/// Like [`bytes`], for keys: empty keys are refused here, naming the argument.
+///
+/// # Safety
+/// As [`bytes`].
+pub(crate) unsafe fn key(data: *const u8, len: usize, name: &str) -> Result<Bytes> {
+    if len == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{name}_len is 0: keys may not be empty"
+        )));
+    }
+    unsafe { bytes(data, len, name) }
+}
+
+/// A NUL-terminated UTF-8 string argument.
+///
+/// # Safety
+/// `text` must be NULL or point to a NUL-terminated string.
+pub(crate) unsafe fn string(text: *const c_char, name: &str) -> Result<String> {
+    if text.is_null() {
+        return Err(null(name));
+    }
+    unsafe { CStr::from_ptr(text) }
+        .to_str()
+        .map(str::to_owned)
+        .map_err(|_| Error::InvalidArgument(format!("{name} is not valid UTF-8")))
+}
+
+/// An optional fencing token (a version string as the library gives them out).
+///
+/// # Safety
+/// As [`string`].
+pub(crate) unsafe fn token(text: *const c_char, name: &str) -> Result<Option<Hlc>> {
+    if text.is_null() {
+        return Ok(None);
+    }
+    let text = unsafe { string(text, name) }?;
+    text.parse::<Hlc>()
+        .map(Some)
+        .map_err(|e| Error::InvalidArgument(format!("{name} is not a version (\"{text}\"): {e}")))
+}
+
+/// Milliseconds as a duration, `0` meaning "the default" (`None`).
+pub(crate) fn millis(ms: u64) -> Option<Duration> {
+    (ms > 0).then(|| Duration::from_millis(ms))
+}
+
+/// A required positive duration in milliseconds.
+pub(crate) fn positive_millis(ms: u64, name: &str) -> Result<Duration> {
+    millis(ms).ok_or_else(|| Error::InvalidArgument(format!("{name} must be positive")))
+}
+
+/// A version as an owned C string.
+pub(crate) fn version_string(version: Option<&Hlc>) -> Option<CString> {
+    version.map(|v| crate::status::c_string(v.to_string()))
+}
+
+/// The pointer of an optional C string (NULL for `None`).
+pub(crate) fn c_ptr(text: &Option<CString>) -> *const c_char {
+    text.as_ref().map_or(std::ptr::null(), |s| s.as_ptr())
+}
+
+/// `user_data`, carried to the thread that runs the callback.
+#[derive(Clone, Copy)]
+pub(crate) struct UserData(pub(crate) *mut c_void);
+
+// SAFETY: the library never dereferences user data; the caller promised, by passing it with
+// a callback that runs on a library thread, that it may be used from there.
+unsafe impl Send for UserData {}
+unsafe impl Sync for UserData {}

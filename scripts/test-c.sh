@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# The C ABI's tests (issue 13), from a fresh clone: installs what it needs (pkg-config, cmake,
+# valgrind, g++, libcjson-dev via apt; cbindgen 0.29 via cargo), checks that the committed
+# header is what cbindgen generates and that each header compiles alone, installs the library
+# into a temporary prefix with scripts/install-c.sh (as a user would), builds every C program
+# of tests/c with -Wall -Wextra -Werror -std=c11 (C++: -std=c++17) linked dynamically through
+# pkg-config and statically, and runs them against a real statestore-server: plain, static,
+# under AddressSanitizer and under valgrind memcheck; then the CMake package and the shared
+# scenarios. Ends with "N passed, N failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+export CARGO_TERM_COLOR=never
+
+# --- tools
+missing=()
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v cmake >/dev/null || missing+=(cmake)
+command -v valgrind >/dev/null || missing+=(valgrind)
+command -v g++ >/dev/null || missing+=(g++)
+[ -f /usr/include/cjson/cJSON.h ] || missing+=(libcjson-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! cbindgen --version 2>/dev/null | grep -q '^cbindgen 0\.29\.'; then
+  echo "== installing cbindgen 0.29"
+  cargo install cbindgen --version '~0.29' --locked --quiet
+fi
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+failures=()
+pass() { passed=$((passed + 1)); echo "ok   $1"; }
+fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1"; }
+# run NAME TIMEOUT CMD...: one check, its output kept in $work/logs and shown on failure.
+mkdir -p "$work/logs"
+run() {
+  local name="$1" limit="$2"
+  shift 2
+  local log="$work/logs/${name//\//_}.log"
+  if timeout "$limit" "$@" >"$log" 2>&1; then
+    pass "$name"
+  else
+    fail "$name"
+    tail -40 "$log" | sed 's/^/    /'
+  fi
+}
+
+# --- header: drift and self-containment
+echo "== header"
+cbindgen --quiet --config bindings/cbindgen.toml --crate statestore-c --output "$work/statestore.h" bindings
+run "header is what cbindgen generates" 10 diff -u include/statestore.h "$work/statestore.h"
+cflags=(-std=c11 -Wall -Wextra -Werror -pedantic)
+cxxflags=(-std=c++17 -Wall -Wextra -Werror -pedantic)
+run "statestore.h alone in C" 30 gcc "${cflags[@]}" -fsyntax-only -I include -x c - <<<'#include "statestore.h"'
+run "statestore.h alone in C++" 30 g++ "${cxxflags[@]}" -fsyntax-only -I include -x c++ - <<<'#include "statestore.h"'
+run "statestore.hpp alone in C++" 60 g++ "${cxxflags[@]}" -fsyntax-only -I include -x c++ - <<<'#include "statestore.hpp"'
+
+# --- install as a user would
+echo "== install into a prefix"
+prefix="$work/prefix"
+bash scripts/install-c.sh "$prefix" >"$work/logs/install.log" 2>&1 || { cat "$work/logs/install.log"; exit 1; }
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+run "pkg-config finds statestore" 10 pkg-config --exists statestore statestore-static
+libdir="$(pkg-config --variable=libdir statestore)"
+run "soname is libstatestore.so.0" 10 bash -c "readelf -d '$libdir/libstatestore.so' | grep -q 'SONAME.*libstatestore.so.0'"
+
+# --- the server
+cargo build --quiet -p statestore-server
+server_log="$work/server.log"
+./target/debug/statestore-server --listen 127.0.0.1:0 --log-level warn >"$server_log" 2>&1 &
+server_pid=$!
+port=""
+for _ in $(seq 1 300); do
+  port="$(sed -n 's/.*ready on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$server_log" | head -1)"
+  [ -n "$port" ] && break
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "statestore-server did not start:"; cat "$server_log"; exit 1; }
+export STATESTORE_TEST_PORT="$port"
+echo "== statestore-server on port $port"
+
+# --- build the programs
+echo "== build"
+bin="$work/bin"
+mkdir -p "$bin"
+dyn_flags=($(pkg-config --cflags statestore) -I tests/c)
+dyn_libs=($(pkg-config --libs statestore) -Wl,-rpath,"$libdir" -lpthread)
+static_libs=($(pkg-config --libs statestore-static) -lpthread)
+programs=()
+for src in tests/c/test_*.c; do
+  name="$(basename "$src" .c)"
+  programs+=("$name")
+  run "build $name (dynamic)" 120 gcc "${cflags[@]}" "${dyn_flags[@]}" "$src" -o "$bin/$name" "${dyn_libs[@]}"
+  run "build $name (static)" 120 gcc "${cflags[@]}" "${dyn_flags[@]}" "$src" -o "$bin/$name.static" "${static_libs[@]}"
+  run "build $name (asan)" 120 gcc "${cflags[@]}" -g -fsanitize=address -fno-omit-frame-pointer "${dyn_flags[@]}" "$src" -o "$bin/$name.asan" "${dyn_libs[@]}"
+done
+run "build test_cpp (dynamic)" 180 g++ "${cxxflags[@]}" $(pkg-config --cflags statestore) tests/c/test_cpp.cpp -o "$bin/test_cpp" "${dyn_libs[@]}"
+run "build test_cpp (static)" 180 g++ "${cxxflags[@]}" $(pkg-config --cflags statestore) tests/c/test_cpp.cpp -o "$bin/test_cpp.static" "${static_libs[@]}"
+run "static binaries do not load libstatestore.so" 10 bash -c "! ldd '$bin/test_basic.static' | grep -q libstatestore"
+programs+=(test_cpp)
+
+# --- run them
+echo "== run"
+vg=(valgrind --quiet --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite,indirect
+    --show-leak-kinds=definite,indirect --fair-sched=yes)
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=98"
+for name in "${programs[@]}"; do
+  [ -x "$bin/$name" ] || continue
+  run "$name" 120 "$bin/$name"
+  [ -x "$bin/$name.static" ] && run "$name (static)" 120 "$bin/$name.static"
+  [ -x "$bin/$name.asan" ] && run "$name (asan)" 180 "$bin/$name.asan"
+  STATESTORE_TEST_SLOWDOWN=8 run "$name (valgrind)" 480 "${vg[@]}" "$bin/$name"
+done
+
+# --- CMake package
+echo "== cmake"
+cmake_dir="$work/cmake-app"
+mkdir -p "$cmake_dir"
+cat >"$cmake_dir/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(statestore_cmake_check C CXX)
+find_package(statestore 0.1 CONFIG REQUIRED)
+add_executable(app_shared app.c)
+target_link_libraries(app_shared PRIVATE statestore::statestore)
+add_executable(app_static app.c)
+target_link_libraries(app_static PRIVATE statestore::statestore_static)
+add_executable(app_cpp app.cpp)
+set_target_properties(app_cpp PROPERTIES CXX_STANDARD 17)
+target_link_libraries(app_cpp PRIVATE statestore::statestore)
+CMAKE
+cat >"$cmake_dir/app.c" <<'APP'
+#include <statestore.h>
+#include <stdio.h>
+int main(void) {
+    statestore_options *o = NULL;
+    if (statestore_options_new(&o) != STATESTORE_OK) return 1;
+    statestore_options_free(o);
+    printf("libstatestore %s\n", statestore_version());
+    return 0;
+}
+APP
+printf '#include <statestore.hpp>\nint main() { statestore::Options o; o.port(1883); return 0; }\n' >"$cmake_dir/app.cpp"
+run "cmake find_package(statestore) builds" 240 bash -c "cmake -S '$cmake_dir' -B '$cmake_dir/build' -DCMAKE_PREFIX_PATH='$prefix' >/dev/null && cmake --build '$cmake_dir/build' >/dev/null"
+run "cmake app (shared) runs" 30 "$cmake_dir/build/app_shared"
+run "cmake app (static) runs" 30 "$cmake_dir/build/app_static"
+run "cmake app (C++) runs" 30 "$cmake_dir/build/app_cpp"
+
+# --- the README's program, compiled with the README's line
+if [ -f tests/c/readme_example.c ]; then
+  run "README example builds" 60 bash -c "cc tests/c/readme_example.c -o '$bin/readme' \$(pkg-config --cflags --libs statestore) -Wl,-rpath,'$libdir'"
+  run "README example runs" 60 env STATESTORE_PORT="$port" "$bin/readme"
+fi
+
+# --- shared scenarios
+if [ -f tests/c/scenarios.c ] && ls tests/scenarios/*.json >/dev/null 2>&1; then
+  echo "== scenarios"
+  run "build scenario runner" 120 gcc "${cflags[@]}" "${dyn_flags[@]}" tests/c/scenarios.c -o "$bin/scenarios" "${dyn_libs[@]}" -lcjson
+  for flavour in blocking async; do
+    run "scenarios ($flavour)" 300 "$bin/scenarios" "$flavour" tests/scenarios
+  done
+fi
+
+echo
+if [ "$failed" -gt 0 ]; then
+  printf 'failed: %s\n' "${failures[@]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,160 @@
+// The C++17 layer, using only statestore.hpp: RAII, exceptions with codes, optional results,
+// lambdas for async calls and events, lock update from several threads.
+#include <statestore.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <iostream>
+#include <thread>
+#include <unistd.h>
+
+#define CHECK(cond)                                                                     \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            std::exit(1);                                                               \
+        }                                                                               \
+    } while (0)
+
+using namespace std::chrono_literals;
+
+static std::string key(const std::string &name) {
+    return "cpptest/" + std::to_string(getpid()) + "/" + name;
+}
+
+int main() {
+    alarm(std::getenv("STATESTORE_TEST_SLOWDOWN") ? 60u * unsigned(std::atoi(std::getenv("STATESTORE_TEST_SLOWDOWN"))) : 60u);
+    try {
+        statestore::Options options;
+        options.host("127.0.0.1").set("port", std::getenv("STATESTORE_TEST_PORT")).default_timeout(10s);
+        auto client = statestore::Client::connect(options);
+        CHECK(!client.client_id().empty());
+
+        // blocking
+        auto k = key("color");
+        auto set = client.set(k, std::string("bl\0ue", 5));
+        CHECK(set.applied && set.version);
+        auto value = client.get(k);
+        CHECK(value && value->data == std::string("bl\0ue", 5) && value->version);
+        statestore::SetOptions nx;
+        nx.condition = statestore::Condition::IfAbsent;
+        CHECK(!client.set(k, "red", nx).applied);
+        CHECK(client.keys("cpptest/" + std::to_string(getpid()) + "/*").size() == 1);
+        CHECK(client.vdel(k, "red").outcome == statestore::DeleteOutcome::ValueMismatch);
+        CHECK(client.del(k).outcome == statestore::DeleteOutcome::Deleted);
+        CHECK(!client.get(k));
+
+        // errors are exceptions with the code
+        try {
+            client.get("");
+            CHECK(false);
+        } catch (const statestore::Error &e) {
+            CHECK(e.code() == STATESTORE_ERR_INVALID_ARGUMENT);
+            CHECK(std::string(e.name()) == "INVALID_ARGUMENT");
+            CHECK(std::string(e.what()).find("key") != std::string::npos);
+        }
+
+        // async with lambdas
+        std::promise<statestore::Result<statestore::SetResult>> set_done;
+        client.set_async(k, "async", {}, [&](statestore::Result<statestore::SetResult> r) { set_done.set_value(std::move(r)); });
+        CHECK(set_done.get_future().get().value().applied);
+        std::promise<std::optional<statestore::Value>> got;
+        client.get_async(k, [&](statestore::Result<std::optional<statestore::Value>> r) { got.set_value(r.take()); });
+        auto async_value = got.get_future().get();
+        CHECK(async_value && async_value->data == "async");
+        std::promise<statestore::DeleteOutcome> deleted;
+        client.del_async(k, [&](statestore::Result<statestore::DeleteResult> r) { deleted.set_value(r.value().outcome); });
+        CHECK(deleted.get_future().get() == statestore::DeleteOutcome::Deleted);
+
+        // observation: pull, then push
+        auto obs = client.observe(k);
+        CHECK(obs.key() == k);
+        CHECK(!obs.next(0ms));
+        client.set(k, "x");
+        auto event = obs.next(10s);
+        CHECK(event && event->kind == statestore::EventKind::Set && event->value == std::optional<std::string>("x"));
+        std::promise<std::string> pushed;
+        std::promise<void> ended;
+        std::atomic<int> pushes{0};
+        obs.on_event([&](std::optional<statestore::Event> e) {
+            if (!e) {
+                ended.set_value();
+            } else if (pushes++ == 0) {
+                pushed.set_value(e->kind == statestore::EventKind::Delete ? "delete" : "other");
+            }
+        });
+        client.del(k);
+        CHECK(pushed.get_future().get() == "delete");
+        obs.close();
+        ended.get_future().get();
+
+        // lock update from several threads
+        auto lock = client.lock(key("lock"), 5s);
+        auto counter = key("counter");
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 3; t++) {
+            threads.emplace_back([&] {
+                for (int i = 0; i < 3; i++) {
+                    lock.update(counter, [](std::optional<std::string_view> old) -> std::optional<std::string> {
+                        int n = old ? std::stoi(std::string(*old)) : 0;
+                        return std::to_string(n + 1);
+                    }, 30s);
+                }
+            });
+        }
+        for (auto &t : threads) t.join();
+        CHECK(client.get(counter)->data == "9");
+        // an exception in the update writes nothing and comes back
+        try {
+            lock.update(counter, [](std::optional<std::string_view>) -> std::optional<std::string> {
+                throw std::runtime_error("changed my mind");
+            });
+            CHECK(false);
+        } catch (const std::runtime_error &e) {
+            CHECK(std::string(e.what()) == "changed my mind");
+        }
+        CHECK(client.get(counter)->data == "9");
+        {
+            auto guard = lock.acquire(10s);
+            CHECK(guard.held());
+            statestore::DeleteOptions fenced;
+            fenced.fencing_token = guard.fencing_token();
+            client.del(counter, fenced);
+            CHECK(!lock.try_acquire());
+        }  // the guard releases in the background here
+        std::promise<bool> relocked;
+        lock.acquire_async(30s, [&](statestore::Result<statestore::LockGuard> r) {
+            auto guard = r.take();
+            relocked.set_value(guard.held());
+            guard.release();
+        });
+        CHECK(relocked.get_future().get());
+
+        // lease and election
+        auto lease = client.lease(key("lease"), "me");
+        auto token = lease.acquire(5s, 10s);
+        CHECK(lease.fencing_token() == token && lease.held());
+        CHECK(lease.holder() == std::optional<std::string>("me"));
+        CHECK(lease.release());
+        auto election = client.election(key("election"), "cpp", 5s);
+        election.campaign(10s);
+        CHECK(election.is_leader() && election.leader() == std::optional<std::string>("cpp"));
+        election.resign();
+
+        client.close();
+        try {
+            client.get(k);
+            CHECK(false);
+        } catch (const statestore::Error &e) {
+            CHECK(e.code() == STATESTORE_ERR_CLOSED);
+        }
+    } catch (const std::exception &e) {
+        std::cerr << "unexpected exception: " << e.what() << "\n";
+        return 1;
+    }
+    std::puts("test_cpp: ok");
+    return 0;
+}

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
+use statestore::bindings::OptionValue;
 use statestore::lease::{AcquireOutcome, LeaderEvent, LeaseState, LossReason};
 use statestore::{
     ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, Error, KeyEvent, SetCondition,
@@ -15,39 +16,13 @@ use crate::data::{fields, Args, Ctx, Fields, Val};
 
 /// The name of an error's code, as in `ErrorCode::name()` (`"INVALID_ARGUMENT"`, ...).
 pub fn code_name(error: &Error) -> &'static str {
-    use statestore::ErrorCode as C;
-    // TODO: use `error.code().name()` once core has it (bindings-api.md).
-    match error.code() {
-        C::Ok => "OK",
-        C::InvalidArgument => "INVALID_ARGUMENT",
-        C::Timeout => "TIMEOUT",
-        C::ConnectionLost => "CONNECTION_LOST",
-        C::Connection => "CONNECTION",
-        C::UnexpectedPayload => "UNEXPECTED_PAYLOAD",
-        C::Rpc => "RPC",
-        C::Clock => "CLOCK",
-        C::Closed => "CLOSED",
-        C::Runtime => "RUNTIME",
-        C::NotHeld => "NOT_HELD",
-        C::TimestampSkew => "TIMESTAMP_SKEW",
-        C::FencingTokenRequired => "FENCING_TOKEN_REQUIRED",
-        C::FencingTokenSkew => "FENCING_TOKEN_SKEW",
-        C::FencingTokenLowerVersion => "FENCING_TOKEN_LOWER_VERSION",
-        C::QuotaExceeded => "QUOTA_EXCEEDED",
-        C::SyntaxError => "SYNTAX_ERROR",
-        C::NotAuthorized => "NOT_AUTHORIZED",
-        C::UnknownCommand => "UNKNOWN_COMMAND",
-        C::WrongNumberOfArguments => "WRONG_NUMBER_OF_ARGUMENTS",
-        C::MissingTimestamp => "MISSING_TIMESTAMP",
-        C::MalformedTimestamp => "MALFORMED_TIMESTAMP",
-        C::KeyLengthZero => "KEY_LENGTH_ZERO",
-        C::UnknownServiceError => "UNKNOWN_SERVICE_ERROR",
-        _ => "UNNAMED",
-    }
+    error.code().name()
 }
 
 /// The options of a `connect` step: the runner's server unless `host`/`port` are given.
-/// `Err` is a mistake in the scenario; `Ok(Err)` an option the library must refuse.
+/// Each option goes through `ConnectOptions::set_option`, as in the C, Python and Node
+/// bindings; `NAME_ms` is the duration setting `NAME` in milliseconds. `Err` is a mistake in
+/// the scenario; `Ok(Err)` an option the library refuses.
 pub fn connect_options(
     options: Option<&Value>,
     host: &str,
@@ -59,34 +34,21 @@ pub fn connect_options(
     };
     let options = options.as_object().ok_or("\"options\" must be an object")?;
     for (name, value) in options {
-        let ms = || {
-            value
-                .as_u64()
-                .map(Duration::from_millis)
-                .ok_or_else(|| format!("option {name:?} must be a whole number of milliseconds"))
+        let (name, value) = match (name.strip_suffix("_ms"), value) {
+            (Some(setting), Value::Number(ms)) => (
+                setting,
+                OptionValue::Int(ms.as_i64().ok_or("a duration is whole milliseconds")?),
+            ),
+            (None, Value::String(text)) => (name.as_str(), OptionValue::Str(text.clone())),
+            (None, Value::Bool(flag)) => (name.as_str(), OptionValue::Bool(*flag)),
+            (None, Value::Number(n)) => (
+                name.as_str(),
+                OptionValue::Int(n.as_i64().ok_or("a number option is a whole number")?),
+            ),
+            _ => return Err(format!("option {name:?}: unusable value {value}")),
         };
-        let text = || {
-            value
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| format!("option {name:?} must be text"))
-        };
-        match name.as_str() {
-            "host" => connect.host = text()?,
-            "port" => {
-                connect.port = value
-                    .as_u64()
-                    .and_then(|p| u16::try_from(p).ok())
-                    .ok_or("option \"port\" must be a port number")?;
-            }
-            "client_id" => connect.client_id = Some(text()?),
-            "keep_alive_ms" => connect.keep_alive = ms()?,
-            "session_expiry_ms" => connect.session_expiry = ms()?,
-            "default_timeout_ms" => connect.default_timeout = ms()?,
-            "clean_start" => {
-                connect.clean_start = value.as_bool().ok_or("option \"clean_start\" is a bool")?;
-            }
-            other => return Err(format!("unknown connect option {other:?}")),
+        if let Err(error) = connect.set_option(name, value) {
+            return Ok(Err(error));
         }
     }
     Ok(Ok(connect))

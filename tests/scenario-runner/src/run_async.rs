@@ -13,15 +13,18 @@ use crate::convert;
 use crate::data::{Ctx, Fields};
 use crate::exec::{call, interpreter};
 use crate::runner::{run_id, Report, StepOutcome, CONCURRENCY, RUN_DEADLINE, SCENARIO_DEADLINE};
-use crate::scenario::{load_all, scenarios_dir, Catalogue};
+use crate::scenario::{load_shared, Catalogue, Loaded};
 
 /// Runs every scenario concurrently against the server at `server`; call
 /// [`Report::finish`] to fail the test on any failure.
 pub async fn run_all(server: SocketAddr) -> Report {
+    let (catalogue, loaded) = load_shared();
+    run(server, Arc::new(catalogue), loaded).await
+}
+
+/// Runs the given scenarios (checked against `catalogue`) against the server at `server`.
+pub async fn run(server: SocketAddr, catalogue: Arc<Catalogue>, loaded: Vec<Loaded>) -> Report {
     let mut report = Report::new("rust-async");
-    let dir = scenarios_dir();
-    let catalogue = Arc::new(Catalogue::load(&dir).expect("load tests/scenarios/ops.json"));
-    let loaded = load_all(&dir, &catalogue).expect("read tests/scenarios");
     let run = run_id();
     let slots = Arc::new(Semaphore::new(CONCURRENCY));
     let mut tasks = Vec::new();

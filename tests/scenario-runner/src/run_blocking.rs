@@ -13,16 +13,19 @@ use crate::convert;
 use crate::data::{Ctx, Fields};
 use crate::exec::{call, interpreter};
 use crate::runner::{run_id, Report, StepOutcome, CONCURRENCY, RUN_DEADLINE};
-use crate::scenario::{load_all, scenarios_dir, Catalogue};
+use crate::scenario::{load_shared, Catalogue, Loaded};
 
 /// Runs every scenario, a few at a time on plain threads, against the server at `server`; call
 /// [`Report::finish`] to fail the test on any failure. Call it from a plain thread (not
 /// inside an async runtime, where the blocking API refuses to run).
 pub fn run_all(server: SocketAddr) -> Report {
+    let (catalogue, loaded) = load_shared();
+    run(server, Arc::new(catalogue), loaded)
+}
+
+/// Runs the given scenarios (checked against `catalogue`) against the server at `server`.
+pub fn run(server: SocketAddr, catalogue: Arc<Catalogue>, loaded: Vec<Loaded>) -> Report {
     let mut report = Report::new("rust-blocking");
-    let dir = scenarios_dir();
-    let catalogue = Arc::new(Catalogue::load(&dir).expect("load tests/scenarios/ops.json"));
-    let loaded = load_all(&dir, &catalogue).expect("read tests/scenarios");
     let run = run_id();
     let queue = Arc::new(Mutex::new(report.runnable(loaded)));
     let mut pending: Vec<String> = queue

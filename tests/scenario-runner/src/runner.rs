@@ -127,6 +127,24 @@ impl Report {
         runnable
     }
 
+    /// The failed scenarios and why, by name.
+    pub fn failures(&self) -> Vec<(&str, &str)> {
+        self.results
+            .iter()
+            .filter_map(|(name, result)| Some((name.as_str(), result.as_ref().err()?.as_str())))
+            .collect()
+    }
+
+    /// How many scenarios ran.
+    pub fn len(&self) -> usize {
+        self.results.len()
+    }
+
+    /// Whether no scenario ran.
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty()
+    }
+
     /// Prints every outcome and panics if any scenario failed (known failures excepted, but
     /// a known failure that passes fails too), or if fewer than [`MIN_SCENARIOS`] ran.
     pub fn finish(mut self) {

@@ -11,6 +11,15 @@ pub fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
 }
 
+/// The catalogue and every scenario of `tests/scenarios`; panics if the directory or
+/// `ops.json` cannot be read (a scenario that cannot be parsed is returned as such).
+pub fn load_shared() -> (Catalogue, Vec<Loaded>) {
+    let dir = scenarios_dir();
+    let catalogue = Catalogue::load(&dir).expect("load tests/scenarios/ops.json");
+    let loaded = load_all(&dir, &catalogue).expect("read tests/scenarios");
+    (catalogue, loaded)
+}
+
 /// One operation of the catalogue.
 #[derive(Debug, Clone)]
 pub struct OpSpec {

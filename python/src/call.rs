@@ -1,0 +1,113 @@
+//! [`Call`]: one core operation in flight, waited for by a blocking method (GIL released,
+//! Ctrl-C checked between slices) or delivered to an asyncio future from the library's
+//! dispatcher thread.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use statestore::Result;
+
+use crate::api::{Canceller, Pending};
+use crate::errors::to_py;
+
+/// Turns a core result into a Python object once the GIL is held.
+pub type Conv = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+
+/// How long a blocking wait runs with the GIL released before it checks for signals
+/// (Ctrl-C must interrupt within 100 ms).
+const SLICE: Duration = Duration::from_millis(50);
+
+/// Waits for `pending` with the GIL released; a signal handler that raises (Ctrl-C:
+/// `KeyboardInterrupt`) cancels the call and propagates.
+pub fn block<T: Send + 'static>(py: Python<'_>, mut pending: Pending<T>) -> PyResult<T> {
+    loop {
+        if let Some(result) = py.detach(|| pending.wait_timeout(SLICE)) {
+            return result.map_err(|e| to_py(py, &e));
+        }
+        if let Err(interrupted) = py.check_signals() {
+            pending.cancel();
+            return Err(interrupted);
+        }
+    }
+}
+
+/// Starts `future` on the core runtime; its output is converted by `conv` when delivered.
+pub fn spawn<T, F, C>(future: F, conv: C) -> Call
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T>> + Send + 'static,
+    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    Call::new(Pending::spawn(async move {
+        let value = future.await?;
+        Ok(Box::new(move |py: Python<'_>| conv(py, value)) as Conv)
+    }))
+}
+
+/// An operation in flight. Blocking: `wait()`. Asyncio: `deliver(loop, future, resolve)`.
+#[pyclass(frozen, module = "statestore._native")]
+pub struct Call {
+    pending: Mutex<Option<Pending<Conv>>>,
+    canceller: Canceller,
+}
+
+impl Call {
+    pub fn new(pending: Pending<Conv>) -> Call {
+        Call {
+            canceller: pending.canceller(),
+            pending: Mutex::new(Some(pending)),
+        }
+    }
+
+    fn take(&self) -> PyResult<Pending<Conv>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("this call was already waited for"))
+    }
+}
+
+#[pymethods]
+impl Call {
+    /// Blocks until the operation completes and returns its result (raises its error).
+    fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let pending = self.take()?;
+        let conv = block(py, pending)?;
+        conv(py)
+    }
+
+    /// On completion, schedules `resolve(future, ok, value)` on `loop` with
+    /// `call_soon_threadsafe` (value: the result, or the exception when `ok` is false).
+    fn deliver(
+        &self,
+        event_loop: Py<PyAny>,
+        future: Py<PyAny>,
+        resolve: Py<PyAny>,
+    ) -> PyResult<()> {
+        let pending = self.take()?;
+        pending.on_complete(move |result| {
+            // None: the interpreter is finalizing, nobody is left to tell.
+            let _ = Python::try_attach(|py| {
+                let (ok, value) = match result.map_err(|e| to_py(py, &e)).and_then(|c| c(py)) {
+                    Ok(value) => (true, value),
+                    Err(error) => (false, error.into_value(py).into_any()),
+                };
+                // Fails only when the loop is closed: the awaiting side is gone.
+                let _ = event_loop.call_method1(
+                    py,
+                    "call_soon_threadsafe",
+                    (resolve, future, ok, value),
+                );
+            });
+        });
+        Ok(())
+    }
+
+    /// Cancels the operation (it completes with `CancelledError` if not done yet).
+    fn cancel(&self) {
+        self.canceller.cancel();
+    }
+}

@@ -1,0 +1,390 @@
+//! `_native.Client`: the core async client; every operation returns a [`Call`].
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use statestore::{
+    Client as CoreClient, ConnectOptions, DeleteOptions, DeleteOutcome, Keys, SetCondition,
+    SetOptions,
+};
+
+use crate::api::Pending;
+use crate::call::{spawn, Call};
+use crate::convert::{bytes_arg, secs_arg, version_arg, Version};
+use crate::options;
+
+/// Result of `set`: whether it was applied (`NX`/`NEX`) and the key's new version.
+#[pyclass(frozen, get_all, module = "statestore._native")]
+pub struct SetResult {
+    pub applied: bool,
+    pub version: Option<Version>,
+}
+
+#[pymethods]
+impl SetResult {
+    fn __bool__(&self) -> bool {
+        self.applied
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SetResult(applied={}, version={})",
+            py_bool(self.applied),
+            repr_version(&self.version)
+        )
+    }
+}
+
+/// A value read by `get`, with its version.
+#[pyclass(frozen, get_all, module = "statestore._native")]
+pub struct Value {
+    /// `bytes`, or `str` on a client with `decode_responses=True`.
+    pub value: Py<PyAny>,
+    pub version: Option<Version>,
+}
+
+#[pymethods]
+impl Value {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Value(value={}, version={})",
+            self.value.bind(py).repr()?,
+            repr_version(&self.version)
+        ))
+    }
+
+    /// The value as `str` (UTF-8 unless `encoding` says otherwise).
+    #[pyo3(signature = (encoding = "utf-8"))]
+    fn decode(&self, py: Python<'_>, encoding: &str) -> PyResult<Py<PyAny>> {
+        let value = self.value.bind(py);
+        if value.is_instance_of::<PyString>() {
+            return Ok(value.clone().unbind());
+        }
+        Ok(value.call_method1("decode", (encoding,))?.unbind())
+    }
+}
+
+/// Result of `delete`/`vdel`: `outcome` is `"deleted"`, `"not_found"` or `"value_mismatch"`.
+#[pyclass(frozen, get_all, module = "statestore._native")]
+pub struct DeleteResult {
+    pub outcome: &'static str,
+    pub version: Option<Version>,
+}
+
+#[pymethods]
+impl DeleteResult {
+    /// Whether the key was deleted.
+    #[getter]
+    fn deleted(&self) -> bool {
+        self.outcome == "deleted"
+    }
+
+    fn __bool__(&self) -> bool {
+        self.deleted()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "DeleteResult(outcome='{}', version={})",
+            self.outcome,
+            repr_version(&self.version)
+        )
+    }
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+fn repr_version(v: &Option<Version>) -> String {
+    match v {
+        Some(v) => format!("Version('{}')", v.0),
+        None => "None".into(),
+    }
+}
+
+/// Bytes from the service as `bytes`, or `str` when the client decodes responses.
+pub fn out_bytes(py: Python<'_>, b: &[u8], decode: bool) -> PyResult<Py<PyAny>> {
+    let bytes = crate::convert::bytes(py, b);
+    if decode {
+        Ok(bytes.call_method1("decode", ("utf-8",))?.unbind())
+    } else {
+        Ok(bytes.into_any().unbind())
+    }
+}
+
+fn condition(name: &str) -> PyResult<SetCondition> {
+    match name.to_ascii_lowercase().as_str() {
+        "always" | "" => Ok(SetCondition::Always),
+        "nx" | "only_if_absent" => Ok(SetCondition::OnlyIfAbsent),
+        "nex" | "only_if_absent_or_equal" => Ok(SetCondition::OnlyIfAbsentOrEqual),
+        _ => Err(PyValueError::new_err(format!(
+            "argument 'condition': expected Condition.ALWAYS, NX or NEX, got {name:?}"
+        ))),
+    }
+}
+
+/// The core async client (`statestore.Client` and `statestore.AsyncClient` wrap it).
+#[pyclass(frozen, module = "statestore._native")]
+pub struct Client {
+    pub inner: CoreClient,
+    pub decode: bool,
+}
+
+impl Client {
+    fn conv_client(
+        decode: bool,
+    ) -> impl FnOnce(Python<'_>, CoreClient) -> PyResult<Py<PyAny>> + Send {
+        move |py, inner| Ok(Py::new(py, Client { inner, decode })?.into_any())
+    }
+}
+
+#[pymethods]
+impl Client {
+    /// Connects to `host:port` with `options` (names of `CONNECT_OPTIONS`).
+    #[staticmethod]
+    #[pyo3(signature = (host, port, options = None, decode_responses = false))]
+    fn connect(
+        host: String,
+        port: u16,
+        options: Option<&Bound<'_, PyDict>>,
+        decode_responses: bool,
+    ) -> PyResult<Call> {
+        let mut connect = ConnectOptions::new(host, port);
+        if let Some(options) = options {
+            options::apply(&mut connect, options)?;
+        }
+        Ok(spawn(
+            CoreClient::connect(connect),
+            Self::conv_client(decode_responses),
+        ))
+    }
+
+    /// Connects with the settings of the `AIO_*` environment variables, then `options`.
+    #[staticmethod]
+    #[pyo3(signature = (options = None, decode_responses = false))]
+    fn from_env(options: Option<&Bound<'_, PyDict>>, decode_responses: bool) -> PyResult<Call> {
+        let mut connect = match ConnectOptions::from_env() {
+            Ok(c) => c,
+            Err(e) => return Ok(Call::new(Pending::ready(Err(e)))),
+        };
+        if let Some(options) = options {
+            options::apply(&mut connect, options)?;
+        }
+        Ok(spawn(
+            CoreClient::connect(connect),
+            Self::conv_client(decode_responses),
+        ))
+    }
+
+    /// The MQTT client id.
+    #[getter]
+    fn client_id(&self) -> &str {
+        self.inner.client_id()
+    }
+
+    /// Whether values come back as `str`.
+    #[getter]
+    fn decode_responses(&self) -> bool {
+        self.decode
+    }
+
+    #[pyo3(signature = (key, value, condition = "always", expiry = None, fencing_token = None, persist = false, timeout = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn set(
+        &self,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        condition: &str,
+        expiry: Option<&Bound<'_, PyAny>>,
+        fencing_token: Option<&Bound<'_, PyAny>>,
+        persist: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Call> {
+        let key = bytes_arg(key, "key")?;
+        let value = bytes_arg(value, "value")?;
+        let mut options = SetOptions::default()
+            .condition(self::condition(condition)?)
+            .persist(persist);
+        if let Some(expiry) = secs_arg(expiry, "expiry")? {
+            options = options.expiry(expiry);
+        }
+        if let Some(token) = version_arg(fencing_token, "fencing_token")? {
+            options = options.fencing_token(token);
+        }
+        if let Some(timeout) = secs_arg(timeout, "timeout")? {
+            options = options.timeout(timeout);
+        }
+        let client = self.inner.clone();
+        Ok(spawn(
+            async move { client.set(key, value, options).await },
+            |py, r| {
+                Ok(Py::new(
+                    py,
+                    SetResult {
+                        applied: r.applied,
+                        version: r.version.map(Version),
+                    },
+                )?
+                .into_any())
+            },
+        ))
+    }
+
+    #[pyo3(signature = (key, timeout = None))]
+    fn get(&self, key: &Bound<'_, PyAny>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Call> {
+        let key = bytes_arg(key, "key")?;
+        let timeout = secs_arg(timeout, "timeout")?;
+        let client = self.inner.clone();
+        let decode = self.decode;
+        Ok(spawn(
+            async move { client.get_with_timeout(key, timeout).await },
+            move |py, r| match r {
+                None => Ok(py.None()),
+                Some(v) => Ok(Py::new(
+                    py,
+                    Value {
+                        value: out_bytes(py, &v.value, decode)?,
+                        version: v.version.map(Version),
+                    },
+                )?
+                .into_any()),
+            },
+        ))
+    }
+
+    #[pyo3(signature = (key, fencing_token = None, timeout = None))]
+    fn delete(
+        &self,
+        key: &Bound<'_, PyAny>,
+        fencing_token: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Call> {
+        let key = bytes_arg(key, "key")?;
+        let options = delete_options(fencing_token, timeout)?;
+        let client = self.inner.clone();
+        Ok(spawn(
+            async move { client.delete(key, options).await },
+            conv_delete,
+        ))
+    }
+
+    #[pyo3(signature = (key, value, fencing_token = None, timeout = None))]
+    fn vdel(
+        &self,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        fencing_token: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Call> {
+        let key = bytes_arg(key, "key")?;
+        let value = bytes_arg(value, "value")?;
+        let options = delete_options(fencing_token, timeout)?;
+        let client = self.inner.clone();
+        Ok(spawn(
+            async move { client.vdel(key, value, options).await },
+            conv_delete,
+        ))
+    }
+
+    /// A pager over the keys matching `pattern` (SCAN).
+    fn keys(&self, pattern: &Bound<'_, PyAny>) -> PyResult<KeyPager> {
+        let keys = self
+            .inner
+            .keys(bytes_arg(pattern, "pattern")?)
+            .map_err(|e| Python::attach(|py| crate::errors::to_py(py, &e)))?;
+        Ok(KeyPager {
+            keys: Arc::new(Mutex::new(Some(keys))),
+            decode: self.decode,
+        })
+    }
+
+    fn close(&self) -> Call {
+        let client = self.inner.clone();
+        spawn(async move { client.close().await }, |py, ()| Ok(py.None()))
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+}
+
+fn delete_options(
+    fencing_token: Option<&Bound<'_, PyAny>>,
+    timeout: Option<&Bound<'_, PyAny>>,
+) -> PyResult<DeleteOptions> {
+    let mut options = DeleteOptions::default();
+    if let Some(token) = version_arg(fencing_token, "fencing_token")? {
+        options = options.fencing_token(token);
+    }
+    if let Some(timeout) = secs_arg(timeout, "timeout")? {
+        options = options.timeout(timeout);
+    }
+    Ok(options)
+}
+
+fn conv_delete(py: Python<'_>, r: statestore::DeleteResult) -> PyResult<Py<PyAny>> {
+    let outcome = match r.outcome {
+        DeleteOutcome::Deleted => "deleted",
+        DeleteOutcome::NotFound => "not_found",
+        DeleteOutcome::ValueMismatch => "value_mismatch",
+    };
+    Ok(Py::new(
+        py,
+        DeleteResult {
+            outcome,
+            version: r.version.map(Version),
+        },
+    )?
+    .into_any())
+}
+
+/// Pages of SCAN results; `next_page()` returns a `Call` giving a list of keys, or `None` at
+/// the end.
+#[pyclass(frozen, module = "statestore._native")]
+pub struct KeyPager {
+    keys: Arc<Mutex<Option<Keys>>>,
+    decode: bool,
+}
+
+#[pymethods]
+impl KeyPager {
+    fn next_page(&self) -> PyResult<Call> {
+        // One page at a time: the pager is taken for the duration of the request.
+        let mut keys = self
+            .keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| {
+                PyRuntimeError::new_err("a page of this key listing is already being read")
+            })?;
+        let slot = self.keys.clone();
+        let decode = self.decode;
+        Ok(spawn(
+            async move {
+                let page = keys.next_page().await;
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(keys);
+                page
+            },
+            move |py, page: Option<Vec<Bytes>>| match page {
+                None => Ok(py.None()),
+                Some(page) => {
+                    let items = page
+                        .iter()
+                        .map(|k| out_bytes(py, k, decode))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    Ok(PyList::new(py, items)?.into_any().unbind())
+                }
+            },
+        ))
+    }
+}

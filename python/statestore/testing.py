@@ -1,0 +1,78 @@
+"""A local state store for tests: the ``statestore-server`` engine with an embedded MQTT 5
+broker, in this process, on a free loopback port. Nothing else to install.
+
+>>> from statestore.testing import LocalStateStore
+>>> with LocalStateStore() as server:
+...     with server.client() as client:
+...         _ = client.set("k", "v")
+
+As a pytest fixture (this module is a pytest plugin of the package): ``statestore_server``.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Iterator, Optional, Type
+
+from . import _native
+from ._async import AsyncClient
+from ._sync import Client
+
+__all__ = ["LocalStateStore", "statestore_server"]
+
+
+class LocalStateStore:
+    """A running local state store. Starts on construction; ``stop()`` or the ``with`` block
+    stops it."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, max_keys: Optional[int] = None) -> None:
+        self._server = _native.Server.start(host, port, max_keys)
+
+    @property
+    def host(self) -> str:
+        """The address clients connect to."""
+        return self._server.host
+
+    @property
+    def port(self) -> int:
+        """The port clients connect to (a free one when started with port 0)."""
+        return self._server.port
+
+    def client(self, **options: Any) -> Client:
+        """A blocking client connected to this store."""
+        return Client.connect(self.host, self.port, **options)
+
+    async def async_client(self, **options: Any) -> AsyncClient:
+        """An asyncio client connected to this store."""
+        return await AsyncClient.connect(self.host, self.port, **options)
+
+    def stop(self) -> None:
+        """Stops the store (idempotent)."""
+        self._server.stop().wait()
+
+    def __enter__(self) -> "LocalStateStore":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[types.TracebackType],
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<LocalStateStore {self.host}:{self.port}>"
+
+
+try:
+    import pytest
+except ImportError:  # pytest is optional: the fixture exists only where pytest does
+    pass
+else:
+
+    @pytest.fixture
+    def statestore_server() -> Iterator[LocalStateStore]:
+        """A local state store on a free port, stopped after the test."""
+        with LocalStateStore() as server:
+            yield server

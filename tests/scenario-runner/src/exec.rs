@@ -77,7 +77,10 @@ macro_rules! interpreter {
                 }
             }
 
-            $($asyncness)? fn exec(&mut self, step: &$crate::scenario::Step) -> $crate::runner::StepOutcome {
+            $($asyncness)? fn exec(
+                &mut self,
+                step: &$crate::scenario::Step,
+            ) -> $crate::runner::StepOutcome {
                 use $crate::convert::{self, UpdateFn};
                 use $crate::data::{fields, Args, Val};
 
@@ -224,7 +227,8 @@ macro_rules! interpreter {
                             lock = lock.timeout(timeout);
                         }
                         let f = UpdateFn::from_args(&args)?;
-                        let written = call!(wait!(lock.update(args.key("key")?, |old| f.apply(old))));
+                        let key = args.key("key")?;
+                        let written = call!(wait!(lock.update(key, |old| f.apply(old))));
                         convert::update_fields(written)
                     }
                     "lease" => {

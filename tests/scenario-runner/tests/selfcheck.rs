@@ -141,8 +141,11 @@ fn self_test() -> (
         });
         expected.push((name, failure));
     }
-    let passing = json!({"name": "selftest/passes", "description": "must pass", "clients": ["a"],
-        "steps": [{"op": "set", "client": "a", "key": "k", "value": "v", "expect": {"applied": true}}]});
+    let passing = json!({
+        "name": "selftest/passes", "description": "must pass", "clients": ["a"],
+        "steps": [{"op": "set", "client": "a", "key": "k", "value": "v",
+                   "expect": {"applied": true}}]
+    });
     loaded.push(Loaded {
         name: "selftest/passes".into(),
         scenario: parse("selftest/passes", &passing, &catalogue),

@@ -343,7 +343,12 @@ impl ConnectOptions {
             _ => default,
         };
         match spec.name {
-            "host" => self.host = text(value).unwrap_or_else(|| "localhost".into()),
+            "host" => {
+                self.host = match value {
+                    Typed::Text(None) => return invalid(name, "the host is empty"),
+                    other => text(other).unwrap_or_else(|| "localhost".into()),
+                }
+            }
             "port" => {
                 self.port = match value {
                     Typed::Number(n) => match u16::try_from(n) {
@@ -516,6 +521,7 @@ mod tests {
             ("keep_alive", OptionValue::Str("soon".into())),
             ("default_timeout", OptionValue::Int(-1)),
             ("clean_start", OptionValue::Str("maybe".into())),
+            ("host", OptionValue::Str(String::new())),
             ("nonsense", OptionValue::Int(1)),
         ] {
             match o.set_option(name, value) {

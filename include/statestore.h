@@ -408,6 +408,35 @@ typedef int32_t statestore_log_level;
 #endif // __cplusplus
 
 /**
+ * What a lease (or a candidate's leadership) is doing.
+ */
+enum statestore_lease_state
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Never acquired, or released.
+   */
+  STATESTORE_LEASE_NOT_HELD = 0,
+  /**
+   * Held.
+   */
+  STATESTORE_LEASE_HELD = 1,
+  /**
+   * Was held, and was lost (see the loss reason).
+   */
+  STATESTORE_LEASE_LOST = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum statestore_lease_state statestore_lease_state;
+#else
+typedef int32_t statestore_lease_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * Where an update function puts the new value (only valid during the call).
  */
 typedef struct statestore_buffer statestore_buffer;
@@ -549,7 +578,8 @@ typedef struct statestore_key_list {
 /**
  * Options of a SET. All zero (`statestore_set_options o = {0};`) is the default: always,
  * no expiry, no fencing token, not persisted, the client's default timeout. Passing NULL
- * means the same.
+ * means the same. An expiry or timeout counts only with its `has_` flag set; then it must
+ * be at least 1 ms (0 is refused with `STATESTORE_ERR_INVALID_ARGUMENT`).
  */
 typedef struct statestore_set_options {
   /**
@@ -557,7 +587,11 @@ typedef struct statestore_set_options {
    */
   int32_t condition;
   /**
-   * Expiry in milliseconds (0: the key never expires).
+   * Whether `expiry_ms` is set (otherwise the key never expires).
+   */
+  bool has_expiry;
+  /**
+   * Expiry in milliseconds (at least 1).
    */
   uint64_t expiry_ms;
   /**
@@ -569,7 +603,11 @@ typedef struct statestore_set_options {
    */
   bool persist;
   /**
-   * Timeout in milliseconds (0: the client's default).
+   * Whether `timeout_ms` is set (otherwise the client's default timeout).
+   */
+  bool has_timeout;
+  /**
+   * Timeout in milliseconds (at least 1).
    */
   uint64_t timeout_ms;
 } statestore_set_options;
@@ -601,7 +639,11 @@ typedef struct statestore_delete_options {
    */
   const char *fencing_token;
   /**
-   * Timeout in milliseconds (0: the client's default).
+   * Whether `timeout_ms` is set (otherwise the client's default timeout).
+   */
+  bool has_timeout;
+  /**
+   * Timeout in milliseconds (at least 1).
    */
   uint64_t timeout_ms;
 } statestore_delete_options;
@@ -873,8 +915,8 @@ statestore_status statestore_set_async(const struct statestore_client *client,
 
 /**
  * Reads `key`. `*value` is the value (free it with `statestore_value_free()`) or NULL if the
- * key does not exist (status `STATESTORE_OK` either way). `timeout_ms` 0: the client's
- * default.
+ * key does not exist (status `STATESTORE_OK` either way). `timeout_ms` < 0: the client's
+ * default timeout (0 is refused).
  *
  * # Safety
  * `key` valid for `key_len` bytes, `value` valid for a write.
@@ -882,7 +924,7 @@ statestore_status statestore_set_async(const struct statestore_client *client,
 statestore_status statestore_get(const struct statestore_client *client,
                                  const uint8_t *key,
                                  size_t key_len,
-                                 uint64_t timeout_ms,
+                                 int64_t timeout_ms,
                                  struct statestore_value **value);
 
 /**
@@ -894,7 +936,7 @@ statestore_status statestore_get(const struct statestore_client *client,
 statestore_status statestore_get_async(const struct statestore_client *client,
                                        const uint8_t *key,
                                        size_t key_len,
-                                       uint64_t timeout_ms,
+                                       int64_t timeout_ms,
                                        statestore_get_cb callback,
                                        void *user_data);
 
@@ -1058,17 +1100,31 @@ statestore_status statestore_buffer_set(struct statestore_buffer *buffer,
  * reads `key`, calls `update`, writes its result with the lock's fencing token (or deletes,
  * or writes nothing), and releases the lock. Every writer of `key` must go through the
  * lock. `key` may not be the lock's own key. If the lock is lost before the write, nothing
- * is written and the call fails with `STATESTORE_ERR_NOT_HELD`.
+ * is written and the call fails with `STATESTORE_ERR_NOT_HELD`. `*written` (if `written`
+ * is not NULL) receives the value written (free with `statestore_value_free()`), NULL if
+ * the key was deleted.
  *
  * # Safety
- * `key` valid for `key_len` bytes; `update` callable with `user_data`.
+ * `key` valid for `key_len` bytes; `update` callable with `user_data`; `written` NULL or
+ * valid for a write.
  */
 statestore_status statestore_lock_update(const struct statestore_lock *lock,
                                          const uint8_t *key,
                                          size_t key_len,
                                          int64_t timeout_ms,
                                          statestore_update_fn update,
-                                         void *user_data);
+                                         void *user_data,
+                                         struct statestore_value **written);
+
+/**
+ * Reads who holds the lock now: `*holder` is the holder name written in the lock's key (a
+ * value without version; free with `statestore_value_free()`), NULL when free.
+ *
+ * # Safety
+ * `holder` valid for a write.
+ */
+statestore_status statestore_lock_holder(const struct statestore_lock *lock,
+                                         struct statestore_value **holder);
 
 /**
  * The fencing token of this holding: pass it in `statestore_set_options.fencing_token`
@@ -1177,16 +1233,33 @@ statestore_status statestore_lease_acquire_async(const struct statestore_lease *
                                                  void *user_data);
 
 /**
- * One attempt: `*acquired` says whether the lease is now held; if so and `fencing_token` is
- * not NULL, `*fencing_token` receives the token (free with `statestore_string_free()`).
+ * One attempt: `*acquired` says whether the lease is now held. If it is and
+ * `fencing_token` is not NULL, `*fencing_token` receives the token (free with
+ * `statestore_string_free()`); if another holder has it and `holder` is not NULL,
+ * `*holder` receives that holder's name when known (free with `statestore_value_free()`).
  *
  * # Safety
- * `acquired` valid for a write; `fencing_token` NULL or valid for a write.
+ * `acquired` valid for a write; `fencing_token` and `holder` NULL or valid for a write.
  */
 statestore_status statestore_lease_try_acquire(const struct statestore_lease *lease,
                                                uint64_t ttl_ms,
                                                bool *acquired,
-                                               char **fencing_token);
+                                               char **fencing_token,
+                                               struct statestore_value **holder);
+
+/**
+ * The lease's state as this holder sees it: `*state` is a `statestore_lease_state`; when
+ * held and `fencing_token` is not NULL, `*fencing_token` is the token (free with
+ * `statestore_string_free()`); when lost and `loss_reason` is not NULL, `*loss_reason` is a
+ * `statestore_loss_reason` (else `STATESTORE_LOSS_NONE`).
+ *
+ * # Safety
+ * `state` valid for a write; the others NULL or valid for a write.
+ */
+statestore_status statestore_lease_get_state(const struct statestore_lease *lease,
+                                             int32_t *state,
+                                             char **fencing_token,
+                                             int32_t *loss_reason);
 
 /**
  * Renews the lease now (only needed without automatic renewal).
@@ -1299,6 +1372,18 @@ statestore_status statestore_election_campaign_async(const struct statestore_ele
                                                      int64_t timeout_ms,
                                                      statestore_token_cb callback,
                                                      void *user_data);
+
+/**
+ * One attempt to become leader: as `statestore_lease_try_acquire()` (`*elected`, the
+ * token, and the current leader's name when another candidate leads).
+ *
+ * # Safety
+ * `elected` valid for a write; `fencing_token` and `leader` NULL or valid for a write.
+ */
+statestore_status statestore_election_try_campaign(const struct statestore_election *election,
+                                                   bool *elected,
+                                                   char **fencing_token,
+                                                   struct statestore_value **leader);
 
 /**
  * Gives up leadership (or stops being a candidate).

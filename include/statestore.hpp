@@ -110,16 +110,16 @@ enum class Condition : int32_t {
 /** Options of a set (the defaults: always, no expiry, no token, client's timeout). */
 struct SetOptions {
     Condition condition = Condition::Always;
-    std::chrono::milliseconds expiry{0};
+    std::optional<std::chrono::milliseconds> expiry;  ///< none: never expires
     std::optional<std::string> fencing_token;
     bool persist = false;
-    std::chrono::milliseconds timeout{0};
+    std::optional<std::chrono::milliseconds> timeout;  ///< none: the client's default
 };
 
 /** Options of a delete or vdel. */
 struct DeleteOptions {
     std::optional<std::string> fencing_token;
-    std::chrono::milliseconds timeout{0};
+    std::optional<std::chrono::milliseconds> timeout;  ///< none: the client's default
 };
 
 /** What a delete did. */
@@ -441,15 +441,16 @@ public:
     }
     /** Updates `key` under the lock: `fn` gets the current value (std::nullopt: absent) and
      * returns the new one (std::nullopt: delete the key). An exception thrown by `fn`
-     * writes nothing and is rethrown here. Returns nothing; every writer of `key` must
-     * use the lock. */
-    void update(std::string_view key,
+     * writes nothing and is rethrown here. Returns what was written (std::nullopt: the key
+     * was deleted); every writer of `key` must use the lock. */
+    std::optional<std::string> update(std::string_view key,
                 const std::function<std::optional<std::string>(std::optional<std::string_view>)> &fn,
                 std::optional<std::chrono::milliseconds> timeout = std::nullopt) const {
         struct Call {
             const std::function<std::optional<std::string>(std::optional<std::string_view>)> *fn;
             std::exception_ptr error;
         } call{&fn, nullptr};
+        statestore_value *written = nullptr;
         statestore_status status = statestore_lock_update(
             handle_.get(), detail::bytes(key), key.size(), detail::limit(timeout),
             [](void *user, const statestore_value *old, statestore_buffer *out) -> int32_t {
@@ -466,9 +467,20 @@ public:
                     return STATESTORE_UPDATE_ABORT;
                 }
             },
-            &call);
+            &call, &written);
+        std::unique_ptr<statestore_value, void (*)(statestore_value *)> owned(written, statestore_value_free);
         if (call.error) std::rethrow_exception(call.error);
         detail::check(status);
+        if (!written) return std::nullopt;
+        return detail::str(written->data, written->len);
+    }
+    /** Who holds the lock now (a generated holder name), read from the service. */
+    std::optional<std::string> holder() const {
+        statestore_value *v = nullptr;
+        detail::check(statestore_lock_holder(handle_.get(), &v));
+        std::unique_ptr<statestore_value, void (*)(statestore_value *)> owned(v, statestore_value_free);
+        if (!v) return std::nullopt;
+        return detail::str(v->data, v->len);
     }
     /** Whether guards renew automatically (default true). */
     void auto_renew(bool on) const { detail::check(statestore_lock_set_auto_renew(handle_.get(), on)); }
@@ -517,7 +529,7 @@ public:
     std::optional<std::string> try_acquire(std::chrono::milliseconds ttl) const {
         bool acquired = false;
         char *t = nullptr;
-        detail::check(statestore_lease_try_acquire(handle_.get(), detail::ms(ttl), &acquired, &t));
+        detail::check(statestore_lease_try_acquire(handle_.get(), detail::ms(ttl), &acquired, &t, nullptr));
         return detail::take(t);
     }
     /** Releases; whether it was held. */
@@ -576,6 +588,13 @@ public:
             return statestore_election_campaign_async(handle_.get(), detail::limit(timeout), &detail::on_token,
                                                       user);
         });
+    }
+    /** One attempt: the fencing token, or std::nullopt if another candidate leads. */
+    std::optional<std::string> try_campaign() const {
+        bool elected = false;
+        char *t = nullptr;
+        detail::check(statestore_election_try_campaign(handle_.get(), &elected, &t, nullptr));
+        return detail::take(t);
     }
     void resign() const { detail::check(statestore_election_resign(handle_.get())); }
     /** The current leader's name, read from the service. */
@@ -647,16 +666,17 @@ public:
         });
     }
     /** The value, or std::nullopt if the key does not exist. */
-    std::optional<Value> get(std::string_view key, std::chrono::milliseconds timeout = {}) const {
+    std::optional<Value> get(std::string_view key,
+                             std::optional<std::chrono::milliseconds> timeout = std::nullopt) const {
         statestore_value *v = nullptr;
-        detail::check(statestore_get(handle_.get(), detail::bytes(key), key.size(), detail::ms(timeout), &v));
+        detail::check(statestore_get(handle_.get(), detail::bytes(key), key.size(), detail::limit(timeout), &v));
         std::unique_ptr<statestore_value, void (*)(statestore_value *)> owned(v, statestore_value_free);
         if (!v) return std::nullopt;
         return detail::value_of(*v);
     }
     void get_async(std::string_view key, std::function<void(Result<std::optional<Value>>)> fn) const {
         detail::start<std::optional<Value>>(std::move(fn), [&](void *user) {
-            return statestore_get_async(handle_.get(), detail::bytes(key), key.size(), 0, &on_get, user);
+            return statestore_get_async(handle_.get(), detail::bytes(key), key.size(), -1, &on_get, user);
         });
     }
     DeleteResult del(std::string_view key, const DeleteOptions &options = {}) const {
@@ -733,16 +753,19 @@ private:
     static statestore_set_options c_options(const SetOptions &o) {
         statestore_set_options c{};
         c.condition = int32_t(o.condition);
-        c.expiry_ms = detail::ms(o.expiry);
+        c.has_expiry = o.expiry.has_value();
+        c.expiry_ms = o.expiry ? detail::ms(*o.expiry) : 0;
         c.fencing_token = o.fencing_token ? o.fencing_token->c_str() : nullptr;
         c.persist = o.persist;
-        c.timeout_ms = detail::ms(o.timeout);
+        c.has_timeout = o.timeout.has_value();
+        c.timeout_ms = o.timeout ? detail::ms(*o.timeout) : 0;
         return c;
     }
     static statestore_delete_options c_options(const DeleteOptions &o) {
         statestore_delete_options c{};
         c.fencing_token = o.fencing_token ? o.fencing_token->c_str() : nullptr;
-        c.timeout_ms = detail::ms(o.timeout);
+        c.has_timeout = o.timeout.has_value();
+        c.timeout_ms = o.timeout ? detail::ms(*o.timeout) : 0;
         return c;
     }
     static DeleteResult own(statestore_delete_result *r) {

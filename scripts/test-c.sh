@@ -114,6 +114,7 @@ programs+=(test_cpp)
 # --- run them
 echo "== run"
 vg=(valgrind --quiet --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite,indirect
+    --suppressions=tests/c/valgrind.supp
     --show-leak-kinds=definite,indirect --fair-sched=yes)
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=98"
 for name in "${programs[@]}"; do

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::Bytes;
 use statestore_core::bindings::{Canceller, ErrorInfo, Pending};
@@ -549,18 +550,23 @@ pub enum statestore_condition {
 
 /// Options of a SET. All zero (`statestore_set_options o = {0};`) is the default: always,
 /// no expiry, no fencing token, not persisted, the client's default timeout. Passing NULL
-/// means the same.
+/// means the same. An expiry or timeout counts only with its `has_` flag set; then it must
+/// be at least 1 ms (0 is refused with `STATESTORE_ERR_INVALID_ARGUMENT`).
 #[repr(C)]
 pub struct statestore_set_options {
     /// A `statestore_condition` value.
     pub condition: i32,
-    /// Expiry in milliseconds (0: the key never expires).
+    /// Whether `expiry_ms` is set (otherwise the key never expires).
+    pub has_expiry: bool,
+    /// Expiry in milliseconds (at least 1).
     pub expiry_ms: u64,
     /// A fencing token (a version string from this library), or NULL. Borrowed for the call.
     pub fencing_token: *const c_char,
     /// Ask the broker to persist the key (`aio-persistence`).
     pub persist: bool,
-    /// Timeout in milliseconds (0: the client's default).
+    /// Whether `timeout_ms` is set (otherwise the client's default timeout).
+    pub has_timeout: bool,
+    /// Timeout in milliseconds (at least 1).
     pub timeout_ms: u64,
 }
 
@@ -569,7 +575,9 @@ pub struct statestore_set_options {
 pub struct statestore_delete_options {
     /// A fencing token (a version string from this library), or NULL. Borrowed for the call.
     pub fencing_token: *const c_char,
-    /// Timeout in milliseconds (0: the client's default).
+    /// Whether `timeout_ms` is set (otherwise the client's default timeout).
+    pub has_timeout: bool,
+    /// Timeout in milliseconds (at least 1).
     pub timeout_ms: u64,
 }
 
@@ -588,14 +596,14 @@ unsafe fn set_options(options: *const statestore_set_options) -> Result<SetOptio
             )))
         }
     });
-    if let Some(expiry) = util::millis(options.expiry_ms) {
-        set = set.expiry(expiry);
+    if options.has_expiry {
+        set = set.expiry(Duration::from_millis(options.expiry_ms));
     }
     if let Some(token) = unsafe { util::token(options.fencing_token, "options->fencing_token") }? {
         set = set.fencing_token(token);
     }
-    if let Some(timeout) = util::millis(options.timeout_ms) {
-        set = set.timeout(timeout);
+    if options.has_timeout {
+        set = set.timeout(Duration::from_millis(options.timeout_ms));
     }
     Ok(set.persist(options.persist))
 }
@@ -608,8 +616,8 @@ unsafe fn delete_options(options: *const statestore_delete_options) -> Result<De
     if let Some(token) = unsafe { util::token(options.fencing_token, "options->fencing_token") }? {
         delete = delete.fencing_token(token);
     }
-    if let Some(timeout) = util::millis(options.timeout_ms) {
-        delete = delete.timeout(timeout);
+    if options.has_timeout {
+        delete = delete.timeout(Duration::from_millis(options.timeout_ms));
     }
     Ok(delete)
 }
@@ -641,11 +649,14 @@ unsafe fn get_op(
     state: &ClientState,
     key: *const u8,
     key_len: usize,
-    timeout_ms: u64,
+    timeout_ms: i64,
 ) -> Result<Op<Option<Value>>> {
     let key = unsafe { util::key(key, key_len, "key") }?;
     let client = state.client.clone();
-    let timeout = util::millis(timeout_ms);
+    let timeout = match u64::try_from(timeout_ms) {
+        Ok(ms) => Some(Duration::from_millis(ms)),
+        Err(_) => None,
+    };
     Ok(Box::pin(async move {
         client.get_with_timeout(key, timeout).await
     }))
@@ -755,8 +766,8 @@ pub unsafe extern "C" fn statestore_set_async(
 }
 
 /// Reads `key`. `*value` is the value (free it with `statestore_value_free()`) or NULL if the
-/// key does not exist (status `STATESTORE_OK` either way). `timeout_ms` 0: the client's
-/// default.
+/// key does not exist (status `STATESTORE_OK` either way). `timeout_ms` < 0: the client's
+/// default timeout (0 is refused).
 ///
 /// # Safety
 /// `key` valid for `key_len` bytes, `value` valid for a write.
@@ -765,7 +776,7 @@ pub unsafe extern "C" fn statestore_get(
     client: *const statestore_client,
     key: *const u8,
     key_len: usize,
-    timeout_ms: u64,
+    timeout_ms: i64,
     value: *mut *mut statestore_value,
 ) -> statestore_status {
     entry(|| {
@@ -799,7 +810,7 @@ pub unsafe extern "C" fn statestore_get_async(
     client: *const statestore_client,
     key: *const u8,
     key_len: usize,
-    timeout_ms: u64,
+    timeout_ms: i64,
     callback: statestore_get_cb,
     user_data: *mut c_void,
 ) -> statestore_status {

@@ -316,10 +316,13 @@ pub type statestore_update_fn = Option<
 /// reads `key`, calls `update`, writes its result with the lock's fencing token (or deletes,
 /// or writes nothing), and releases the lock. Every writer of `key` must go through the
 /// lock. `key` may not be the lock's own key. If the lock is lost before the write, nothing
-/// is written and the call fails with `STATESTORE_ERR_NOT_HELD`.
+/// is written and the call fails with `STATESTORE_ERR_NOT_HELD`. `*written` (if `written`
+/// is not NULL) receives the value written (free with `statestore_value_free()`), NULL if
+/// the key was deleted.
 ///
 /// # Safety
-/// `key` valid for `key_len` bytes; `update` callable with `user_data`.
+/// `key` valid for `key_len` bytes; `update` callable with `user_data`; `written` NULL or
+/// valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_update(
     lock: *const statestore_lock,
@@ -328,8 +331,12 @@ pub unsafe extern "C" fn statestore_lock_update(
     timeout_ms: i64,
     update: statestore_update_fn,
     user_data: *mut c_void,
+    written: *mut *mut statestore_value,
 ) -> statestore_status {
     entry(|| {
+        if !written.is_null() {
+            unsafe { written.write(std::ptr::null_mut()) };
+        }
         let update = update.ok_or_else(|| null("update"))?;
         let key = unsafe { util::key(key, key_len, "key") }?;
         let (client, mut lock) = lock_of(lock)?;
@@ -363,9 +370,29 @@ pub unsafe extern "C" fn statestore_lock_update(
                 )));
             }
         };
-        client
-            .call(async move { txn.commit(new_value).await })
-            .map(drop)
+        let value = client.call(async move { txn.commit(new_value).await })?;
+        if let (Some(value), false) = (value, written.is_null()) {
+            unsafe { written.write(value_of(value, None).into_raw()) };
+        }
+        Ok(())
+    })
+}
+
+/// Reads who holds the lock now: `*holder` is the holder name written in the lock's key (a
+/// value without version; free with `statestore_value_free()`), NULL when free.
+///
+/// # Safety
+/// `holder` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_holder(
+    lock: *const statestore_lock,
+    holder: *mut *mut statestore_value,
+) -> statestore_status {
+    entry(|| {
+        unsafe { util::out_ptr(holder, "holder") }?;
+        let (client, lock) = lock_of(lock)?;
+        let found = client.call(async move { lock.holder().await })?;
+        holder_out(found, holder)
     })
 }
 
@@ -619,31 +646,124 @@ pub unsafe extern "C" fn statestore_lease_acquire_async(
     })
 }
 
-/// One attempt: `*acquired` says whether the lease is now held; if so and `fencing_token` is
-/// not NULL, `*fencing_token` receives the token (free with `statestore_string_free()`).
+/// Writes an acquisition attempt's outcome through the optional out-parameters.
+unsafe fn outcome_out(
+    outcome: AcquireOutcome,
+    acquired: *mut bool,
+    fencing_token: *mut *mut c_char,
+    holder: *mut *mut statestore_value,
+) {
+    match outcome {
+        AcquireOutcome::Acquired { token } => {
+            unsafe { acquired.write(true) };
+            if !fencing_token.is_null() {
+                unsafe { fencing_token.write(token_string(&token)) };
+            }
+        }
+        AcquireOutcome::HeldBy { holder: other } => {
+            if let (Some(name), false) = (other, holder.is_null()) {
+                unsafe { holder.write(value_of(name, None).into_raw()) };
+            }
+        }
+    }
+}
+
+/// Checks and clears the out-parameters of an attempt.
+unsafe fn clear_attempt(
+    acquired: *mut bool,
+    fencing_token: *mut *mut c_char,
+    holder: *mut *mut statestore_value,
+    name: &str,
+) -> Result<()> {
+    unsafe { put(acquired, name, false) }?;
+    for out in [fencing_token.cast::<*mut c_void>(), holder.cast()] {
+        if !out.is_null() {
+            unsafe { out.write(std::ptr::null_mut()) };
+        }
+    }
+    Ok(())
+}
+
+/// One attempt: `*acquired` says whether the lease is now held. If it is and
+/// `fencing_token` is not NULL, `*fencing_token` receives the token (free with
+/// `statestore_string_free()`); if another holder has it and `holder` is not NULL,
+/// `*holder` receives that holder's name when known (free with `statestore_value_free()`).
 ///
 /// # Safety
-/// `acquired` valid for a write; `fencing_token` NULL or valid for a write.
+/// `acquired` valid for a write; `fencing_token` and `holder` NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_try_acquire(
     lease: *const statestore_lease,
     ttl_ms: u64,
     acquired: *mut bool,
     fencing_token: *mut *mut c_char,
+    holder: *mut *mut statestore_value,
 ) -> statestore_status {
     entry(|| {
-        unsafe { put(acquired, "acquired", false) }?;
+        unsafe { clear_attempt(acquired, fencing_token, holder, "acquired") }?;
+        let (client, lease) = lease_of(lease)?;
+        let ttl = ttl(ttl_ms)?;
+        let outcome = client.call(async move { lease.try_acquire(ttl).await })?;
+        unsafe { outcome_out(outcome, acquired, fencing_token, holder) };
+        Ok(())
+    })
+}
+
+/// What a lease (or a candidate's leadership) is doing.
+#[allow(non_camel_case_types)]
+#[repr(i32)]
+pub enum statestore_lease_state {
+    /// Never acquired, or released.
+    STATESTORE_LEASE_NOT_HELD = 0,
+    /// Held.
+    STATESTORE_LEASE_HELD = 1,
+    /// Was held, and was lost (see the loss reason).
+    STATESTORE_LEASE_LOST = 2,
+}
+
+/// The lease's state as this holder sees it: `*state` is a `statestore_lease_state`; when
+/// held and `fencing_token` is not NULL, `*fencing_token` is the token (free with
+/// `statestore_string_free()`); when lost and `loss_reason` is not NULL, `*loss_reason` is a
+/// `statestore_loss_reason` (else `STATESTORE_LOSS_NONE`).
+///
+/// # Safety
+/// `state` valid for a write; the others NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lease_get_state(
+    lease: *const statestore_lease,
+    state: *mut i32,
+    fencing_token: *mut *mut c_char,
+    loss_reason: *mut i32,
+) -> statestore_status {
+    use statestore_core::lease::LeaseState as Core;
+    entry(|| {
+        unsafe {
+            put(
+                state,
+                "state",
+                statestore_lease_state::STATESTORE_LEASE_NOT_HELD as i32,
+            )
+        }?;
         if !fencing_token.is_null() {
             unsafe { fencing_token.write(std::ptr::null_mut()) };
         }
-        let (client, lease) = lease_of(lease)?;
-        let ttl = ttl(ttl_ms)?;
-        if let AcquireOutcome::Acquired { token } =
-            client.call(async move { lease.try_acquire(ttl).await })?
-        {
-            unsafe { acquired.write(true) };
-            if !fencing_token.is_null() {
-                unsafe { fencing_token.write(token_string(&token)) };
+        if !loss_reason.is_null() {
+            unsafe { loss_reason.write(0) };
+        }
+        let current = LEASES.get(lease, "lease")?.lease.state();
+        match current {
+            Core::NotHeld => {}
+            Core::Held { token } => {
+                unsafe { state.write(statestore_lease_state::STATESTORE_LEASE_HELD as i32) };
+                if !fencing_token.is_null() {
+                    unsafe { fencing_token.write(token_string(&token)) };
+                }
+            }
+            Core::Lost(loss) => {
+                unsafe { state.write(statestore_lease_state::STATESTORE_LEASE_LOST as i32) };
+                if !loss_reason.is_null() {
+                    unsafe { loss_reason.write(loss.reason as i32) };
+                }
             }
         }
         Ok(())
@@ -891,6 +1011,27 @@ pub unsafe extern "C" fn statestore_election_campaign_async(
             callback,
             user_data,
         )
+    })
+}
+
+/// One attempt to become leader: as `statestore_lease_try_acquire()` (`*elected`, the
+/// token, and the current leader's name when another candidate leads).
+///
+/// # Safety
+/// `elected` valid for a write; `fencing_token` and `leader` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_election_try_campaign(
+    election: *const statestore_election,
+    elected: *mut bool,
+    fencing_token: *mut *mut c_char,
+    leader: *mut *mut statestore_value,
+) -> statestore_status {
+    entry(|| {
+        unsafe { clear_attempt(elected, fencing_token, leader, "elected") }?;
+        let (client, election) = election_of(election)?;
+        let outcome = client.call(async move { election.try_campaign().await })?;
+        unsafe { outcome_out(outcome, elected, fencing_token, leader) };
+        Ok(())
     })
 }
 

@@ -163,14 +163,12 @@ pub(crate) unsafe fn token(text: *const c_char, name: &str) -> Result<Option<Hlc
         .map_err(|e| Error::InvalidArgument(format!("{name} is not a version (\"{text}\"): {e}")))
 }
 
-/// Milliseconds as a duration, `0` meaning "the default" (`None`).
-pub(crate) fn millis(ms: u64) -> Option<Duration> {
-    (ms > 0).then(|| Duration::from_millis(ms))
-}
-
 /// A required positive duration in milliseconds.
 pub(crate) fn positive_millis(ms: u64, name: &str) -> Result<Duration> {
-    millis(ms).ok_or_else(|| Error::InvalidArgument(format!("{name} must be positive")))
+    if ms == 0 {
+        return Err(Error::InvalidArgument(format!("{name} must be positive")));
+    }
+    Ok(Duration::from_millis(ms))
 }
 
 /// A version as an owned C string.

@@ -91,7 +91,7 @@ static void on_set_then_get(void *user, statestore_status st, const char *msg, c
     n->calls++;
     statestore_value *v = NULL;
     n->nested_ok = st == STATESTORE_OK &&
-                   statestore_get(n->client, K(n->key), 0, &v) == STATESTORE_OK && v != NULL &&
+                   statestore_get(n->client, K(n->key), -1, &v) == STATESTORE_OK && v != NULL &&
                    v->len == 6 && memcmp(v->data, "nested", 6) == 0;
     statestore_value_free(v);
     waiter_add(&done);
@@ -115,12 +115,13 @@ int main(void) {
 
     result set = {0}, get = {0}, keys = {0}, vdel = {0}, del = {0}, miss = {0};
     statestore_set_options opts = {0};
+    opts.has_expiry = true;
     opts.expiry_ms = 60000;
     OK(statestore_set_async(client, K(k), K("green"), &opts, on_set, &set));
     waiter_wait(&done, ++expected);
     CHECK(set.calls == 1 && set.status == STATESTORE_OK && set.applied);
 
-    OK(statestore_get_async(client, K(k), 0, on_get, &get));
+    OK(statestore_get_async(client, K(k), -1, on_get, &get));
     OK(statestore_keys_async(client, K(pattern), on_keys, &keys));
     OK(statestore_vdel_async(client, K(k), K("other"), NULL, on_delete, &vdel));
     expected += 3;
@@ -132,7 +133,7 @@ int main(void) {
     OK(statestore_delete_async(client, K(k), NULL, on_delete, &del));
     waiter_wait(&done, ++expected);
     CHECK(del.calls == 1 && del.outcome == STATESTORE_DELETED);
-    OK(statestore_get_async(client, K(k), 0, on_get, &miss));
+    OK(statestore_get_async(client, K(k), -1, on_get, &miss));
     waiter_wait(&done, ++expected);
     CHECK(miss.calls == 1 && miss.status == STATESTORE_OK && !miss.present);
 
@@ -148,7 +149,7 @@ int main(void) {
     OK(statestore_set_async(client, K(k), K("unfenced"), NULL, on_set, &refused));
     waiter_wait(&done, ++expected);
     CHECK(refused.calls == 1 && refused.status == STATESTORE_ERR_FENCING_TOKEN_REQUIRED && !refused.applied);
-    statestore_delete_options dopts = {lock->version, 0};
+    statestore_delete_options dopts = {lock->version, false, 0};
     OK(statestore_delete(client, K(k), &dopts, NULL));
     OK(statestore_delete(client, K(lockkey), NULL, NULL));
     statestore_set_result_free(lock);
@@ -168,8 +169,8 @@ int main(void) {
 
     /* argument errors are returned, and the callback never runs */
     result never = {0};
-    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_get_async(client, NULL, 3, 0, on_get, &never));
-    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_get_async(client, K(k), 0, NULL, &never));
+    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_get_async(client, NULL, 3, -1, on_get, &never));
+    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_get_async(client, K(k), -1, NULL, &never));
 
     /* a connection refused reaches the callback */
     statestore_options *bad = NULL;

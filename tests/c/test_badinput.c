@@ -79,21 +79,21 @@ int main(void) {
     client = test_connect();
 
     /* NULL client, stale client, foreign pointer */
-    BAD(statestore_get(NULL, K(k), 0, &value));
+    BAD(statestore_get(NULL, K(k), -1, &value));
     names("client");
     int not_a_handle = 0;
-    BAD(statestore_get((statestore_client *)&not_a_handle, K(k), 0, &value));
+    BAD(statestore_get((statestore_client *)&not_a_handle, K(k), -1, &value));
     names("client");
-    BAD(statestore_get((statestore_client *)(uintptr_t)0x0100000000000001ULL, K(k), 0, &value));
+    BAD(statestore_get((statestore_client *)(uintptr_t)0x0100000000000001ULL, K(k), -1, &value));
 
     /* keys and values */
-    BAD(statestore_get(client, NULL, 3, 0, &value));
+    BAD(statestore_get(client, NULL, 3, -1, &value));
     names("key");
-    BAD(statestore_get(client, (const uint8_t *)"", 0, 0, &value));
+    BAD(statestore_get(client, (const uint8_t *)"", 0, -1, &value));
     names("key");
-    BAD(statestore_get(client, K(k), 0, NULL));
+    BAD(statestore_get(client, K(k), -1, NULL));
     names("value");
-    BAD(statestore_get(client, (const uint8_t *)k, SIZE_MAX, 0, &value));
+    BAD(statestore_get(client, (const uint8_t *)k, SIZE_MAX, -1, &value));
     names("key_len");
     BAD(statestore_set(client, K(k), NULL, 5, NULL, NULL));
     names("value");
@@ -114,11 +114,11 @@ int main(void) {
     OK(statestore_lock_new(client, K(k), 1000, &lock));
     BAD(statestore_lock_acquire(lock, 10, NULL));
     names("guard");
-    BAD(statestore_lock_update(lock, K("other"), 1000, NULL, NULL));
+    BAD(statestore_lock_update(lock, K("other"), 1000, NULL, NULL, NULL));
     names("update");
     char upd[128];
     test_key(upd, sizeof upd, "bad-update");
-    BAD(statestore_lock_update(lock, K(upd), 10000, noop_update, NULL));
+    BAD(statestore_lock_update(lock, K(upd), 10000, noop_update, NULL, NULL));
     BAD(statestore_lock_guard_release(NULL));
     BAD(statestore_lock_guard_fencing_token(NULL, NULL));
     BAD(statestore_buffer_set(NULL, (const uint8_t *)"x", 1));
@@ -131,7 +131,7 @@ int main(void) {
     names("level");
 
     /* a handle of another type is refused, not misused */
-    BAD(statestore_get((statestore_client *)lock, K(k), 0, &value));
+    BAD(statestore_get((statestore_client *)lock, K(k), -1, &value));
     names("client");
 
     /* freed twice: the second free is detected */
@@ -142,7 +142,7 @@ int main(void) {
 
     OK(statestore_client_free(client));
     BAD(statestore_client_free(client));
-    BAD(statestore_get(client, K(k), 0, &value));
+    BAD(statestore_get(client, K(k), -1, &value));
     names("client");
     puts("test_badinput: ok");
     return 0;

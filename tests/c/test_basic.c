@@ -22,7 +22,7 @@ int main(void) {
     statestore_set_result_free(set);
 
     statestore_value *value = NULL;
-    OK(statestore_get(client, K(k1), 0, &value));
+    OK(statestore_get(client, K(k1), -1, &value));
     CHECK(value != NULL && value->len == 4 && memcmp(value->data, "blue", 4) == 0);
     CHECK(value->version != NULL);
     statestore_value_free(value);
@@ -45,11 +45,11 @@ int main(void) {
     const uint8_t bkey[] = {'c', 't', 0, 1, 2, 0xff};
     const uint8_t bval[] = {0, 0, 'x', 0};
     OK(statestore_set(client, bkey, sizeof bkey, bval, sizeof bval, NULL, NULL));
-    OK(statestore_get(client, bkey, sizeof bkey, 0, &value));
+    OK(statestore_get(client, bkey, sizeof bkey, -1, &value));
     CHECK(value != NULL && value->len == sizeof bval && memcmp(value->data, bval, sizeof bval) == 0);
     statestore_value_free(value);
     OK(statestore_set(client, K(k2), NULL, 0, NULL, NULL));
-    OK(statestore_get(client, K(k2), 0, &value));
+    OK(statestore_get(client, K(k2), -1, &value));
     CHECK(value != NULL && value->len == 0 && value->data != NULL);
     statestore_value_free(value);
 
@@ -73,7 +73,7 @@ int main(void) {
     OK(statestore_vdel(client, K(k1), K("blue"), NULL, &del));
     CHECK(del->outcome == STATESTORE_DELETED);
     statestore_delete_result_free(del);
-    OK(statestore_get(client, K(k1), 0, &value));
+    OK(statestore_get(client, K(k1), -1, &value));
     CHECK(value == NULL);
 
     /* delete */
@@ -87,10 +87,21 @@ int main(void) {
 
     /* expiry and persist are accepted */
     opts = (statestore_set_options){0};
+    opts.has_expiry = true;
     opts.expiry_ms = 60000;
     opts.persist = true;
+    opts.has_timeout = true;
     opts.timeout_ms = 5000;
     OK(statestore_set(client, K(k2), K("soon"), &opts, NULL));
+    /* zero expiry and zero timeouts are refused (core's rules) */
+    opts.expiry_ms = 0;
+    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_set(client, K(k2), K("x"), &opts, NULL));
+    opts.expiry_ms = 1000;
+    opts.timeout_ms = 0;
+    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_set(client, K(k2), K("x"), &opts, NULL));
+    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_get(client, K(k2), 0, &value));
+    statestore_delete_options zero = {NULL, true, 0};
+    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_delete(client, K(k2), &zero, NULL));
     OK(statestore_delete(client, K(k2), NULL, NULL));
 
     /* fencing: a key written with a token refuses writes without one and with older ones */
@@ -108,7 +119,7 @@ int main(void) {
     opts.fencing_token = "not a version";
     FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_set(client, K(k3), K("v1"), &opts, NULL));
     CHECK(strstr(statestore_last_error_message(), "fencing_token") != NULL);
-    statestore_delete_options dopts = {lock2->version, 0};
+    statestore_delete_options dopts = {lock2->version, false, 0};
     OK(statestore_delete(client, K(k3), &dopts, NULL));
     statestore_set_result_free(lock1);
     statestore_set_result_free(lock2);
@@ -122,7 +133,7 @@ int main(void) {
     CHECK(strlen(statestore_version()) > 0);
 
     OK(statestore_close(client));
-    FAILS(STATESTORE_ERR_CLOSED, statestore_get(client, K(k1), 0, &value));
+    FAILS(STATESTORE_ERR_CLOSED, statestore_get(client, K(k1), -1, &value));
     CHECK(value == NULL);
     OK(statestore_close(client));
     OK(statestore_client_free(client));

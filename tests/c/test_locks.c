@@ -14,7 +14,7 @@ static atomic_int holders, max_holders;
 
 static int read_int(const char *key) {
     statestore_value *v = NULL;
-    OK(statestore_get(client, K(key), 0, &v));
+    OK(statestore_get(client, K(key), -1, &v));
     int n = 0;
     if (v) {
         char buf[32] = {0};
@@ -80,7 +80,7 @@ static int32_t abort_update(void *user, const statestore_value *old, statestore_
 static void *updater(void *arg) {
     int calls = 0;
     for (int i = 0; i < ROUNDS; i++) {
-        OK(statestore_lock_update(lock, K(counter_key), 30000, increment, &calls));
+        OK(statestore_lock_update(lock, K(counter_key), 30000, increment, &calls, NULL));
     }
     CHECK(calls == ROUNDS);
     (void)arg;
@@ -130,11 +130,19 @@ int main(void) {
     for (int i = 0; i < THREADS; i++) CHECK(pthread_create(&threads[i], NULL, updater, NULL) == 0);
     for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
     CHECK(read_int(counter_key) == THREADS * ROUNDS);
+    statestore_value *written = NULL;
+    int calls = 0;
+    OK(statestore_lock_update(lock, K(counter_key), 30000, increment, &calls, &written));
+    CHECK(calls == 1 && written != NULL && written->len == 2 && memcmp(written->data, "17", 2) == 0);
+    statestore_value_free(written);
+    statestore_value *lock_holder = NULL;
+    OK(statestore_lock_holder(lock, &lock_holder));
+    CHECK(lock_holder == NULL);
     /* the counter is fenced now: a write without the lock is refused */
     FAILS(STATESTORE_ERR_FENCING_TOKEN_REQUIRED, statestore_set(client, K(counter_key), K("0"), NULL, NULL));
-    FAILS(STATESTORE_ERR_CANCELLED, statestore_lock_update(lock, K(counter_key), 30000, abort_update, NULL));
-    CHECK(read_int(counter_key) == THREADS * ROUNDS);
-    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_lock_update(lock, K(lock_name), 30000, increment, NULL));
+    FAILS(STATESTORE_ERR_CANCELLED, statestore_lock_update(lock, K(counter_key), 30000, abort_update, NULL, NULL));
+    CHECK(read_int(counter_key) == THREADS * ROUNDS + 1);
+    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_lock_update(lock, K(lock_name), 30000, increment, NULL, NULL));
 
     /* try_acquire while held elsewhere, and the async acquire that waits for the release */
     statestore_lock_guard *g1 = NULL, *g2 = NULL;
@@ -142,6 +150,9 @@ int main(void) {
     CHECK(g1 != NULL);
     OK(statestore_lock_try_acquire(lock, &g2));
     CHECK(g2 == NULL);
+    OK(statestore_lock_holder(lock, &lock_holder));
+    CHECK(lock_holder != NULL && lock_holder->len > 0);
+    statestore_value_free(lock_holder);
     FAILS(STATESTORE_ERR_TIMEOUT, statestore_lock_acquire(lock, 0, &g2));
     acquired later = {0};
     OK(statestore_lock_acquire_async(lock, 30000, on_guard, &later));
@@ -168,9 +179,17 @@ int main(void) {
     bool held = false, acquired_now = true;
     OK(statestore_lease_is_held(alice, &held));
     CHECK(held);
-    OK(statestore_lease_try_acquire(bob, 5000, &acquired_now, &again));
-    CHECK(!acquired_now && again == NULL);
     statestore_value *holder = NULL;
+    OK(statestore_lease_try_acquire(bob, 5000, &acquired_now, &again, &holder));
+    CHECK(!acquired_now && again == NULL);
+    CHECK(holder != NULL && holder->len == 5 && memcmp(holder->data, "alice", 5) == 0);
+    statestore_value_free(holder);
+    int32_t state = -1, reason = -1;
+    OK(statestore_lease_get_state(alice, &state, &again, &reason));
+    CHECK(state == STATESTORE_LEASE_HELD && again != NULL && strcmp(again, token) == 0 && reason == STATESTORE_LOSS_NONE);
+    statestore_string_free(again);
+    OK(statestore_lease_get_state(bob, &state, NULL, NULL));
+    CHECK(state == STATESTORE_LEASE_NOT_HELD);
     OK(statestore_lease_holder(bob, &holder));
     CHECK(holder != NULL && holder->len == 5 && memcmp(holder->data, "alice", 5) == 0);
     statestore_value_free(holder);
@@ -202,6 +221,11 @@ int main(void) {
     OK(statestore_election_is_leader(a, &leader));
     CHECK(leader);
     FAILS(STATESTORE_ERR_TIMEOUT, statestore_election_campaign(b, 0, NULL));
+    bool elected = true;
+    statestore_value *current = NULL;
+    OK(statestore_election_try_campaign(b, &elected, NULL, &current));
+    CHECK(!elected && current != NULL && current->len == 6 && memcmp(current->data, "node-a", 6) == 0);
+    statestore_value_free(current);
     statestore_value *name = NULL;
     OK(statestore_election_leader(b, &name));
     CHECK(name != NULL && name->len == 6 && memcmp(name->data, "node-a", 6) == 0);

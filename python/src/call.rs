@@ -17,7 +17,7 @@ pub type Conv = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 
 /// How long a blocking wait runs with the GIL released before it checks for signals
 /// (Ctrl-C must interrupt within 100 ms).
-const SLICE: Duration = Duration::from_millis(50);
+pub const SLICE: Duration = Duration::from_millis(50);
 
 /// Waits for `pending` with the GIL released; a signal handler that raises (Ctrl-C:
 /// `KeyboardInterrupt`) cancels the call and propagates.

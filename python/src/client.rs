@@ -11,9 +11,10 @@ use statestore::{
     SetOptions,
 };
 
-use crate::api::Pending;
+use crate::api::{EventStream, Pending};
 use crate::call::{spawn, Call};
 use crate::convert::{bytes_arg, secs_arg, version_arg, Version};
+use crate::events::Observation;
 use crate::options;
 
 /// Result of `set`: whether it was applied (`NX`/`NEX`) and the key's new version.
@@ -304,6 +305,27 @@ impl Client {
             keys: Arc::new(Mutex::new(Some(keys))),
             decode: self.decode,
         })
+    }
+
+    /// Starts observing `key`: a `Call` giving an `Observation`.
+    fn observe(&self, key: &Bound<'_, PyAny>) -> PyResult<Call> {
+        let key = bytes_arg(key, "key")?;
+        let client = self.inner.clone();
+        let decode = self.decode;
+        Ok(spawn(
+            async move { Ok(EventStream::from_observation(client.observe(key).await?)) },
+            move |py, stream| Ok(Py::new(py, Observation { stream, decode })?.into_any()),
+        ))
+    }
+
+    /// Ends every observation of `key` on this client.
+    fn unobserve(&self, key: &Bound<'_, PyAny>) -> PyResult<Call> {
+        let key = bytes_arg(key, "key")?;
+        let client = self.inner.clone();
+        Ok(spawn(
+            async move { client.unobserve(key).await },
+            |py, ()| Ok(py.None()),
+        ))
     }
 
     fn close(&self) -> Call {

@@ -6,30 +6,62 @@ mod call;
 mod client;
 mod convert;
 mod errors;
+mod events;
+mod lease;
 mod options;
 mod server;
-mod shim;
 
 /// The core pieces this binding builds on.
 mod api {
-    pub use crate::shim::*;
+    pub use statestore::bindings::*;
+
+    /// Sets one connection setting by name (core parses and validates it).
+    pub fn set_option(
+        options: &mut statestore::ConnectOptions,
+        name: &str,
+        value: OptionValue,
+    ) -> statestore::Result<()> {
+        options.set_option(name, value)
+    }
 }
 
 use pyo3::prelude::*;
 
-/// `(code, name, class_name)` of every core error code but `OK`.
+/// `(code, name, class_name, category, description)` of every core error code but `OK`.
 #[pyfunction]
-fn error_codes() -> Vec<(i32, &'static str, &'static str)> {
-    shim::ALL
+fn error_codes() -> Vec<(i32, &'static str, &'static str, &'static str, &'static str)> {
+    statestore::ErrorCode::ALL
         .iter()
-        .map(|(c, n, cn)| (*c as i32, *n, *cn))
+        .filter(|code| **code != statestore::ErrorCode::Ok)
+        .map(|code| {
+            (
+                *code as i32,
+                code.name(),
+                code.class_name(),
+                code.category().name(),
+                code.description(),
+            )
+        })
         .collect()
 }
 
-/// Names of the connection options `connect()` accepts as keywords.
+/// `(name, kind, default, doc)` of every connection setting `connect()` accepts as keyword.
 #[pyfunction]
-fn connect_options() -> Vec<&'static str> {
-    api::CONNECT_OPTIONS.iter().map(|s| s.name).collect()
+fn connect_options() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    api::CONNECT_OPTIONS
+        .iter()
+        .map(|spec| {
+            let kind = match spec.kind {
+                api::OptionKind::Str => "str",
+                api::OptionKind::Path => "path",
+                api::OptionKind::Port => "port",
+                api::OptionKind::Bool => "bool",
+                api::OptionKind::Duration => "seconds",
+                _ => "int",
+            };
+            (spec.name, kind, spec.default, spec.doc)
+        })
+        .collect()
 }
 
 #[pymodule]
@@ -42,6 +74,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::DeleteResult>()?;
     m.add_class::<convert::Version>()?;
     m.add_class::<server::Server>()?;
+    m.add_class::<events::Event>()?;
+    m.add_class::<events::Loss>()?;
+    m.add_class::<events::Observation>()?;
+    m.add_class::<lease::AcquireResult>()?;
+    m.add_class::<lease::Lease>()?;
+    m.add_class::<lease::Lock>()?;
+    m.add_class::<lease::LockGuard>()?;
+    m.add_class::<lease::Update>()?;
+    m.add_class::<lease::Election>()?;
     m.add_function(wrap_pyfunction!(errors::_set_error_factory, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;

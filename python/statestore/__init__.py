@@ -6,18 +6,36 @@ methods; ``statestore.testing`` runs a local state store in-process for tests.
 
 from __future__ import annotations
 
-from . import _errors
-from ._async import AsyncClient
+from . import _errors, _native
+from ._async import AsyncClient, AsyncElection, AsyncLease, AsyncLock, AsyncLockGuard, AsyncObservation
 from ._common import BytesLike, Condition
 from ._errors import *  # noqa: F401,F403 - one class per core error code
 from ._errors import ServiceError, StateStoreError
-from ._native import DeleteResult, SetResult, Value, Version
+from ._native import AcquireResult, DeleteResult, Event, Loss, SetResult, Value, Version
 from ._native import __version__ as __version__
-from ._sync import Client
+from ._sync import Client, Election, Lease, Lock, LockGuard, Observation
 from ._timing import Seconds
 
+#: ``(name, kind, default, doc)`` of every keyword ``connect()`` accepts (kind ``seconds``:
+#: a number of seconds or a ``timedelta``).
+CONNECT_OPTIONS = tuple(_native.connect_options())
+
 __all__ = [
+    "CONNECT_OPTIONS",
+    "AcquireResult",
     "AsyncClient",
+    "AsyncElection",
+    "AsyncLease",
+    "AsyncLock",
+    "AsyncLockGuard",
+    "AsyncObservation",
+    "Election",
+    "Event",
+    "Lease",
+    "Lock",
+    "LockGuard",
+    "Loss",
+    "Observation",
     "BytesLike",
     "Client",
     "Condition",

@@ -3,14 +3,18 @@ awaitable)."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
+import inspect
 import types
-from typing import Any, AsyncIterator, Optional, Type, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Generator, List, Optional, Type, Union
 
 from . import _native
 from ._aio import wait
 from ._common import BytesLike, Condition, condition_name
 from ._lifecycle import track
-from ._native import DeleteResult, SetResult, Value, Version
+from ._errors import ClosedError
+from ._native import AcquireResult, DeleteResult, Event, Loss, SetResult, Value, Version
 from ._timing import Seconds
 
 
@@ -100,6 +104,35 @@ class AsyncClient:
             for key in page:
                 yield key
 
+    def observe(self, key: BytesLike) -> "AsyncObservation":
+        """Observes ``key``: ``async for event in client.observe(key)``, or
+        ``obs = await client.observe(key)`` to be registered before going on."""
+        native = self._native
+        return AsyncObservation(lambda: native.observe(key))
+
+    async def unobserve(self, key: BytesLike) -> None:
+        """Ends every observation of ``key`` on this client."""
+        await wait(self._native.unobserve(key))
+
+    def lock(
+        self,
+        name: BytesLike,
+        ttl: Seconds = 10.0,
+        *,
+        timeout: Optional[Seconds] = None,
+        auto_renew: bool = True,
+    ) -> "AsyncLock":
+        """A lock (``async with client.lock(name) as guard:``)."""
+        return AsyncLock(_native.Lock(self._native, name, ttl, timeout, auto_renew))
+
+    def lease(self, key: BytesLike, holder: BytesLike, *, auto_renew: bool = False) -> "AsyncLease":
+        """A lease on ``key`` for the holder name ``holder``."""
+        return AsyncLease(_native.Lease(self._native, key, holder, auto_renew))
+
+    def election(self, name: BytesLike, candidate: BytesLike, ttl: Seconds = 10.0) -> "AsyncElection":
+        """Leader election ``name`` with this client as ``candidate``."""
+        return AsyncElection(_native.Election(self._native, name, candidate, ttl))
+
     async def close(self) -> None:
         """Closes the client: calls in flight fail with ``ClosedError``, observations end."""
         await wait(self._native.close())
@@ -117,3 +150,267 @@ class AsyncClient:
 
     def __repr__(self) -> str:
         return f"<statestore.AsyncClient {self.client_id!r}{' closed' if self.closed else ''}>"
+
+
+class AsyncObservation:
+    """The events of an observed key (or election). ``async for event in client.observe(key)``
+    starts the observation on the first iteration; ``obs = await client.observe(key)`` starts it
+    at once (so that no change made after the ``await`` is missed)."""
+
+    def __init__(self, start: Callable[[], _native.Call]) -> None:
+        self._start: Optional[Callable[[], _native.Call]] = start
+        self._native: Optional[_native.Observation] = None
+
+    async def _started(self) -> _native.Observation:
+        if self._native is None:
+            if self._start is None:
+                raise ClosedError("the observation has ended")
+            start, self._start = self._start, None
+            self._native = await wait(start())
+        return self._native
+
+    def __await__(self) -> Generator[Any, None, "AsyncObservation"]:
+        yield from self._started().__await__()
+        return self
+
+    @property
+    def key(self) -> Any:
+        """The observed key (``None`` until started)."""
+        return None if self._native is None else self._native.key
+
+    @property
+    def closed(self) -> bool:
+        return self._native is not None and self._native.closed
+
+    async def next(self, timeout: Optional[Seconds] = None) -> Optional[Event]:
+        """The next event; ``None`` if none came within ``timeout`` seconds; raises
+        ``ClosedError`` once the observation has ended."""
+        native = await self._started()
+        call = wait(native.next_call())
+        if timeout is None:
+            event = await call
+        else:
+            try:
+                event = await asyncio.wait_for(call, _seconds(timeout))
+            except asyncio.TimeoutError:
+                return None
+        if event is None:
+            raise ClosedError("the observation has ended")
+        return event  # type: ignore[no-any-return]
+
+    def __aiter__(self) -> "AsyncObservation":
+        return self
+
+    async def __anext__(self) -> Event:
+        native = await self._started()
+        event = await wait(native.next_call())
+        if event is None:
+            raise StopAsyncIteration
+        return event  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stops the observation."""
+        self._start = None
+        if self._native is not None:
+            self._native.close()
+
+    async def __aenter__(self) -> "AsyncObservation":
+        return await self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _seconds(timeout: Seconds) -> float:
+    return timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
+
+
+async def _lost(stream: _native.Observation, timeout: Optional[Seconds]) -> Optional[Loss]:
+    try:
+        call = wait(stream.next_call())
+        try:
+            event = await (call if timeout is None else asyncio.wait_for(call, _seconds(timeout)))
+        except asyncio.TimeoutError:
+            return None
+    finally:
+        stream.close()
+    return None if event is None else event.loss
+
+
+class AsyncLease:
+    """The asyncio twin of :class:`statestore.Lease`."""
+
+    def __init__(self, native: _native.Lease) -> None:
+        self._native = native
+
+    @property
+    def key(self) -> Any:
+        return self._native.key
+
+    @property
+    def holder_name(self) -> Any:
+        return self._native.holder_name
+
+    @property
+    def held(self) -> bool:
+        return self._native.held
+
+    @property
+    def fencing_token(self) -> Optional[Version]:
+        return self._native.fencing_token
+
+    @property
+    def auto_renew(self) -> bool:
+        return self._native.auto_renew
+
+    @auto_renew.setter
+    def auto_renew(self, on: bool) -> None:
+        self._native.auto_renew = on
+
+    async def try_acquire(self, ttl: Seconds) -> AcquireResult:
+        return await wait(self._native.try_acquire(ttl))
+
+    async def acquire(self, ttl: Seconds, *, timeout: Optional[Seconds] = None) -> Version:
+        return await wait(self._native.acquire(ttl, timeout))
+
+    async def renew(self) -> None:
+        await wait(self._native.renew())
+
+    async def release(self) -> bool:
+        return await wait(self._native.release())
+
+    async def holder(self) -> Any:
+        return await wait(self._native.holder())
+
+    async def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss]:
+        """Waits until the holding is lost; ``None`` if released or ``timeout`` passed."""
+        return await _lost(self._native.loss_events(), timeout)
+
+
+class AsyncLockGuard:
+    """The asyncio twin of :class:`statestore.LockGuard`."""
+
+    def __init__(self, native: _native.LockGuard) -> None:
+        self._native = native
+
+    @property
+    def fencing_token(self) -> Version:
+        return self._native.fencing_token
+
+    @property
+    def name(self) -> Any:
+        return self._native.name
+
+    @property
+    def holder_name(self) -> Any:
+        return self._native.holder_name
+
+    @property
+    def held(self) -> bool:
+        return self._native.held
+
+    async def renew(self) -> None:
+        await wait(self._native.renew())
+
+    async def release(self) -> None:
+        await wait(self._native.release())
+
+    async def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss]:
+        return await _lost(self._native.loss_events(), timeout)
+
+    async def __aenter__(self) -> "AsyncLockGuard":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.release()
+
+
+class AsyncLock:
+    """``async with client.lock(name, ttl=10.0) as guard:`` waits for the lock and releases it."""
+
+    def __init__(self, native: _native.Lock) -> None:
+        self._native = native
+        self._held: List[AsyncLockGuard] = []
+
+    @property
+    def name(self) -> Any:
+        return self._native.name
+
+    @property
+    def ttl(self) -> float:
+        return self._native.ttl
+
+    async def acquire(self) -> AsyncLockGuard:
+        return AsyncLockGuard(await wait(self._native.lock()))
+
+    async def try_acquire(self) -> Optional[AsyncLockGuard]:
+        guard = await wait(self._native.try_lock())
+        return None if guard is None else AsyncLockGuard(guard)
+
+    async def holder(self) -> Any:
+        return await wait(self._native.holder())
+
+    async def update(
+        self, key: BytesLike, fn: Callable[[Any], Union[Optional[BytesLike], Awaitable[Optional[BytesLike]]]]
+    ) -> Any:
+        """Under the lock: reads ``key``, calls ``fn(old_value)`` (sync or async), writes the
+        result with the fencing token (``None`` deletes), releases. Returns what was written."""
+        txn = await wait(self._native.begin_update(key))
+        try:
+            new = fn(txn.old_value)
+            if inspect.isawaitable(new):
+                new = await new
+        except BaseException:
+            await wait(txn.abort())
+            raise
+        return await wait(txn.commit(new))
+
+    async def __aenter__(self) -> AsyncLockGuard:
+        guard = await self.acquire()
+        self._held.append(guard)
+        return guard
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._held.pop().release()
+
+
+class AsyncElection:
+    """The asyncio twin of :class:`statestore.Election`."""
+
+    def __init__(self, native: _native.Election) -> None:
+        self._native = native
+
+    @property
+    def name(self) -> Any:
+        return self._native.name
+
+    @property
+    def candidate(self) -> Any:
+        return self._native.candidate
+
+    @property
+    def is_leader(self) -> bool:
+        return self._native.is_leader
+
+    @property
+    def fencing_token(self) -> Optional[Version]:
+        return self._native.fencing_token
+
+    async def campaign(self, *, timeout: Optional[Seconds] = None) -> Version:
+        return await wait(self._native.campaign(timeout))
+
+    async def try_campaign(self) -> AcquireResult:
+        return await wait(self._native.try_campaign())
+
+    async def resign(self) -> None:
+        await wait(self._native.resign())
+
+    async def leader(self) -> Any:
+        return await wait(self._native.leader())
+
+    def observe(self) -> AsyncObservation:
+        """Leadership changes (``async for``, or ``await`` to start at once)."""
+        return AsyncObservation(self._native.observe)
+
+    async def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss]:
+        return await _lost(self._native.loss_events(), timeout)

@@ -22,6 +22,7 @@ class StateStoreError(Exception):
 
     code: int = -1
     name: str = ""
+    category: str = ""
     outcome_unknown: bool = False
 
     def __init__(self, message: str, *, outcome_unknown: bool = False) -> None:
@@ -31,19 +32,20 @@ class StateStoreError(Exception):
 
 
 class ServiceError(StateStoreError):
-    """The state store refused the request (``-ERR ...``); the subclass says which error."""
+    """The state store refused the request (``-ERR ...``) or answered outside the protocol;
+    the subclass says which error."""
 
 
 StateStoreError.__module__ = "statestore"
 ServiceError.__module__ = "statestore"
 
 
-# Builtins the classes also derive from, so that `except TimeoutError` and friends work.
+# Builtins the classes of a category also derive from, so that `except TimeoutError` and
+# friends work.
 _ALSO: Dict[str, Tuple[type, ...]] = {
-    "INVALID_ARGUMENT": (builtins.ValueError,),
+    "ARGUMENT": (builtins.ValueError,),
     "TIMEOUT": (builtins.TimeoutError,),
     "CONNECTION": (builtins.ConnectionError,),
-    "CONNECTION_LOST": (builtins.ConnectionError,),
     "RUNTIME": (builtins.RuntimeError,),
 }
 
@@ -51,12 +53,12 @@ _BY_CODE: Dict[int, Type[StateStoreError]] = {}
 
 
 def _define() -> None:
-    for code, name, class_name in _native.error_codes():
-        base: Type[StateStoreError] = ServiceError if 100 <= code < 200 else StateStoreError
+    for code, name, class_name, category, description in _native.error_codes():
+        base: Type[StateStoreError] = ServiceError if category == "SERVICE" else StateStoreError
         cls = type(
             class_name,
-            (base, *_ALSO.get(name, ())),
-            {"code": code, "name": name, "__module__": "statestore", "__doc__": f"Core error {name} ({code})."},
+            (base, *_ALSO.get(category, ())),
+            {"code": code, "name": name, "category": category, "__module__": "statestore", "__doc__": description},
         )
         globals()[class_name] = cls
         __all__.append(class_name)

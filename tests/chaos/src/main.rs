@@ -1,0 +1,121 @@
+//! `statestore-chaos`: the chaos run of issue 17 (see `tests/chaos/README.md`).
+//!
+//! - `statestore-chaos run [--duration 120s] [--out DIR] [--server-bin PATH] [--seed N]
+//!   [--timeout 2s] [--rings embedded,mosquitto] [--writer NAME=COMMAND ...]
+//!   [--skip NAME=REASON ...]`: the whole run; exits 1 if a promise was broken.
+//! - `statestore-chaos writer async|blocking HOST PORT LOCK COUNTER PREFIX DURATION_MS
+//!   TIMEOUT_MS LOG`: the Rust writers.
+//! - `statestore-chaos check DIR`: judges a finished run again.
+
+mod check;
+mod procs;
+mod proxy;
+mod record;
+mod run;
+mod writer;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, "s"), |i| text.split_at(i));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("bad duration {text:?}"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        "m" | "min" => Ok(Duration::from_secs(n * 60)),
+        _ => Err(format!("bad duration {text:?} (use 500ms, 30s, 30m)")),
+    }
+}
+
+fn parse_run(args: &[String]) -> Result<run::RunConfig, String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut config = run::RunConfig {
+        duration: Duration::from_secs(120),
+        out: std::env::temp_dir().join(format!("statestore-chaos-{}", std::process::id())),
+        server_bin: me.with_file_name("statestore-server"),
+        seed: fastrand::u64(..),
+        call_timeout: Duration::from_secs(2),
+        writers: Vec::new(),
+        skipped: Vec::new(),
+        rings: vec!["embedded".into(), "mosquitto".into()],
+    };
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--duration" => config.duration = parse_duration(&value()?)?,
+            "--timeout" => config.call_timeout = parse_duration(&value()?)?,
+            "--out" => config.out = PathBuf::from(value()?),
+            "--server-bin" => config.server_bin = PathBuf::from(value()?),
+            "--seed" => config.seed = value()?.parse().map_err(|_| "bad --seed")?,
+            "--rings" => config.rings = value()?.split(',').map(str::to_string).collect(),
+            "--writer" => {
+                let text = value()?;
+                let (name, command) = text.split_once('=').ok_or("--writer NAME=COMMAND")?;
+                let command: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+                if command.is_empty() {
+                    return Err(format!("--writer {name}: empty command"));
+                }
+                config.writers.push((name.to_string(), command));
+            }
+            "--skip" => {
+                let text = value()?;
+                let (name, reason) = text.split_once('=').ok_or("--skip NAME=REASON")?;
+                config.skipped.push((name.to_string(), reason.to_string()));
+            }
+            other => return Err(format!("unknown flag {other:?}")),
+        }
+    }
+    Ok(config)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("run") => parse_run(&args[1..]).and_then(|config| {
+            println!(
+                "chaos: {} s, seed {}, output in {}",
+                config.duration.as_secs(),
+                config.seed,
+                config.out.display()
+            );
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime.block_on(run::run(config))
+        }),
+        Some("writer") => {
+            let flavour = args.get(1).map(String::as_str);
+            writer::Params::parse(args.get(2..).unwrap_or(&[])).and_then(|params| match flavour {
+                Some("async") => writer::run_async(params).map(|()| true),
+                Some("blocking") => writer::run_blocking(params).map(|()| true),
+                _ => Err("writer async|blocking ...".into()),
+            })
+        }
+        Some("check") => match args.get(1) {
+            Some(dir) => check::check_dir(std::path::Path::new(dir)),
+            None => Err("check DIR".into()),
+        },
+        _ => Err("usage: statestore-chaos run|writer|check ... (see tests/chaos/README.md)".into()),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("statestore-chaos: {error}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -46,5 +46,5 @@ __all__ = [
     "StateStoreError",
     "Value",
     "Version",
-    *_errors.__all__,
 ]
+__all__.extend(_errors.__all__)

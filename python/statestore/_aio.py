@@ -5,7 +5,9 @@ Cancelling the awaiting task cancels the core call."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 from . import _native
 
@@ -19,9 +21,9 @@ def _resolve(future: "asyncio.Future[Any]", ok: bool, value: Any) -> None:
         future.set_exception(value)
 
 
-async def wait(call: _native.Call) -> Any:
+async def wait(call: "_native.Call[_T]") -> _T:
     loop = asyncio.get_running_loop()
-    future = loop.create_future()
+    future: "asyncio.Future[_T]" = loop.create_future()
     call.deliver(loop, future, _resolve)
     try:
         return await future

@@ -157,8 +157,8 @@ class AsyncObservation:
     starts the observation on the first iteration; ``obs = await client.observe(key)`` starts it
     at once (so that no change made after the ``await`` is missed)."""
 
-    def __init__(self, start: Callable[[], _native.Call]) -> None:
-        self._start: Optional[Callable[[], _native.Call]] = start
+    def __init__(self, start: Callable[[], "_native.Call[_native.Observation]"]) -> None:
+        self._start: Optional[Callable[[], "_native.Call[_native.Observation]"]] = start
         self._native: Optional[_native.Observation] = None
 
     async def _started(self) -> _native.Observation:
@@ -196,7 +196,7 @@ class AsyncObservation:
                 return None
         if event is None:
             raise ClosedError("the observation has ended")
-        return event  # type: ignore[no-any-return]
+        return event
 
     def __aiter__(self) -> "AsyncObservation":
         return self
@@ -206,7 +206,7 @@ class AsyncObservation:
         event = await wait(native.next_call())
         if event is None:
             raise StopAsyncIteration
-        return event  # type: ignore[no-any-return]
+        return event
 
     def close(self) -> None:
         """Stops the observation."""

@@ -11,7 +11,7 @@ from ._native import Version
 BytesLike = Union[str, bytes, bytearray, memoryview]
 
 
-class Condition(str, enum.Enum):
+class Condition(enum.Enum):
     """When a SET applies."""
 
     ALWAYS = "always"

@@ -11,6 +11,7 @@
 //! [`wire`] and [`mqtt`] hold what the raw requester and the echo responder put on the wire.
 #![warn(missing_docs)]
 
+pub mod bindings;
 pub mod drivers;
 pub mod echo;
 pub mod gate;

@@ -5,6 +5,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
+use statestore_bench::bindings::rust_driver::{self, RustDriverArgs};
+use statestore_bench::bindings::{
+    self as flavours, report as bindings_report, runner as bindings_runner,
+};
 use statestore_bench::matrix;
 use statestore_bench::measurer::{self, Target};
 use statestore_bench::profile::Profile;
@@ -61,6 +65,45 @@ enum Command {
         #[arg(long)]
         service_pid: Option<u32>,
     },
+    /// Every binding flavour (Rust, C, Python, Node) and the by-hand baselines, side by side:
+    /// writes bindings.json, bindings.svg and a Markdown table (scripts/bench-bindings.sh
+    /// installs the packages and passes their paths).
+    Bindings(BindingsArgs),
+    /// Internal: the driver of the Rust flavours; prints `RESULT <json>`.
+    #[command(hide = true)]
+    RustDriver(RustDriverArgs),
+}
+
+/// Arguments of `statestore-bench bindings`.
+#[derive(Debug, clap::Args)]
+struct BindingsArgs {
+    /// Under three minutes: 1 and 64 in flight, short windows, 40 000-op memory runs.
+    #[arg(long)]
+    quick: bool,
+    /// A few operations of everything: checks that every driver runs and counts.
+    #[arg(long, conflicts_with = "quick")]
+    smoke: bool,
+    /// Only items whose name contains this text, e.g. `set/16B/64/embedded` or `memory`.
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+    /// Only these flavours (comma-separated: rust-async,c-async,python-sync,...).
+    #[arg(long, value_name = "LIST")]
+    flavours: Option<String>,
+    /// Where bindings.json, bindings.svg and bindings.md go.
+    #[arg(long, value_name = "DIR", default_value_os_t = default_out())]
+    out: PathBuf,
+    /// A Python with `statestore` and `paho-mqtt` installed.
+    #[arg(long, value_name = "PATH")]
+    python: Option<PathBuf>,
+    /// The node executable.
+    #[arg(long, value_name = "PATH")]
+    node: Option<PathBuf>,
+    /// A folder whose node_modules holds `statestore` and `mqtt`.
+    #[arg(long, value_name = "DIR")]
+    node_dir: Option<PathBuf>,
+    /// The C driver compiled against the installed libstatestore.
+    #[arg(long, value_name = "PATH")]
+    c_driver: Option<PathBuf>,
 }
 
 fn default_out() -> PathBuf {
@@ -77,6 +120,11 @@ fn main() -> ExitCode {
             addr,
             service_pid,
         }) => measure(&profile, &scenario, Target { addr, service_pid }),
+        Some(Command::Bindings(ref args)) => bindings(args),
+        Some(Command::RustDriver(ref args)) => {
+            println!("RESULT {}", rust_driver::run(args));
+            Ok(ExitCode::SUCCESS)
+        }
         None => bench(&cli),
     };
     match outcome {
@@ -165,6 +213,117 @@ fn bench(cli: &Cli) -> Result<ExitCode, String> {
     let failed = results.iter().filter(|r| !r.ok()).count();
     if failed > 0 {
         eprintln!("statestore-bench: {failed} scenarios failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bindings(args: &BindingsArgs) -> Result<ExitCode, String> {
+    let profile = if args.smoke {
+        flavours::BindingsProfile::smoke()
+    } else if args.quick {
+        flavours::BindingsProfile::quick()
+    } else {
+        flavours::BindingsProfile::full()
+    };
+    let chosen: Vec<flavours::Flavour> = match &args.flavours {
+        None => flavours::Flavour::ALL.to_vec(),
+        Some(list) => list
+            .split(',')
+            .map(|label| {
+                flavours::Flavour::from_label(label.trim())
+                    .ok_or_else(|| format!("no flavour {label:?}"))
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let mut items = profile.items(&chosen);
+    if let Some(filter) = &args.filter {
+        items.retain(|i| i.name().contains(filter.as_str()));
+    }
+    if items.is_empty() {
+        return Err(format!("nothing matches {:?}", args.filter));
+    }
+    let tools = bindings_runner::Tools {
+        exe: std::env::current_exe()
+            .map_err(|e| format!("cannot find this program's path: {e}"))?,
+        drivers_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("drivers"),
+        python: args.python.clone(),
+        node: args.node.clone(),
+        node_dir: args.node_dir.clone(),
+        c_driver: args.c_driver.clone(),
+    };
+    let load_at_start = json::load_average();
+    eprintln!(
+        "statestore-bench bindings: {} profile, {} items, load average {}",
+        profile.name,
+        items.len(),
+        load_at_start.as_deref().unwrap_or("?")
+    );
+    let started = Instant::now();
+    let total = items.len();
+    let mut done = 0;
+    let (probes, mut results) = bindings_runner::run(&profile, &tools, &items, |r| {
+        done += 1;
+        let figure = match (&r.unavailable, &r.error, r.ns_per_call) {
+            (Some(reason), _, _) => format!("unavailable: {reason}"),
+            (None, Some(error), _) => format!("FAILED: {error}"),
+            (None, None, Some(ns)) => format!("{ns:>10.0} ns/call"),
+            (None, None, None) => format!(
+                "{:>10.0} ops/s  p50 {:>8.1} µs{}",
+                r.ops_per_sec,
+                r.p50_us,
+                r.memory
+                    .as_ref()
+                    .map(|m| format!("  second half {:+.2} MiB", m.second_half_growth_mb))
+                    .unwrap_or_default()
+            ),
+        };
+        eprintln!("[{done:>3}/{total}] {:<40} {figure}", r.name);
+    })?;
+    for probe in &probes {
+        eprintln!(
+            "  {:<14} {}",
+            probe.flavour.label(),
+            probe
+                .version
+                .as_deref()
+                .map(str::to_owned)
+                .or_else(|| probe
+                    .unavailable
+                    .as_ref()
+                    .map(|u| format!("unavailable: {u}")))
+                .unwrap_or_default()
+        );
+    }
+    bindings_report::compare(&mut results);
+    let checks = bindings_report::evaluate(&results);
+    let mut table = bindings_report::render(&probes, &results);
+    table.push_str("\nTargets:\n\n");
+    for check in &checks {
+        table.push_str(&format!("- {}\n", check.line()));
+    }
+    println!("{table}");
+    let written = bindings_report::write_files(
+        &args.out,
+        profile.name,
+        &probes,
+        &results,
+        &checks,
+        load_at_start,
+    )?;
+    let md = args.out.join("bindings.md");
+    std::fs::write(&md, &table).map_err(|e| format!("cannot write {}: {e}", md.display()))?;
+    println!(
+        "{} items in {:.0} s; wrote {}, {} and {}",
+        results.len(),
+        started.elapsed().as_secs_f64(),
+        written.json.display(),
+        written.svg.display(),
+        md.display()
+    );
+    let failed = results.iter().filter(|r| r.failed_run()).count();
+    if failed > 0 {
+        eprintln!("statestore-bench bindings: {failed} items failed");
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)

@@ -52,11 +52,30 @@ pub async fn run(
     plan: Plan,
     service_pid: Option<u32>,
 ) -> Result<(Figures, Option<MemoryTrace>), String> {
+    run_with(addr, workload, plan, service_pid, false).await
+}
+
+/// [`run`] with the async client, or with the blocking client (one thread per request in
+/// flight) when `blocking`.
+pub async fn run_with(
+    addr: SocketAddr,
+    workload: Workload,
+    plan: Plan,
+    service_pid: Option<u32>,
+    blocking: bool,
+) -> Result<(Figures, Option<MemoryTrace>), String> {
     let samples = Arc::new(Mutex::new(Vec::new()));
     let sink = samples.clone();
     let figures = window::measure(plan, service_pid, move |gate: Arc<Gate>| async move {
         let sampler = sample(gate.clone(), sink);
-        let (recorder, ()) = tokio::join!(client::run_async(addr, workload, gate), sampler);
+        let load = async move {
+            if blocking {
+                client::run_blocking(addr, workload, gate).await
+            } else {
+                client::run_async(addr, workload, gate).await
+            }
+        };
+        let (recorder, ()) = tokio::join!(load, sampler);
         recorder.map(|r: Recorder| r)
     })
     .await?;

@@ -1,0 +1,647 @@
+//! What a bindings run produces: one [`BindingResult`] per item, compared with the Rust
+//! clients and the by-hand baselines of the same cell, checked against the targets of the
+//! issue, written as `bindings.json`, a Markdown table and `bindings.svg`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use super::runner::{DriverOutput, Probe};
+use super::{Flavour, Item, Test};
+use crate::drivers::memory::MemoryTrace;
+use crate::report::json::{load_average, Machine};
+use crate::report::targets::TargetCheck;
+use crate::scenario::{size_label, Broker, Op};
+
+/// Second-half growth of resident memory below which a binding counts as flat, MiB.
+pub const FLAT_MEMORY_MB: f64 = 2.0;
+
+/// The figures of one item, as written to `bindings.json`: the fields of `latest.json`'s
+/// scenarios, plus the flavour, the boundary and memory figures and the ratios.
+#[derive(Debug, Clone, Serialize)]
+pub struct BindingResult {
+    /// `flavour/op/size/in_flight/broker`, `flavour/boundary`, `flavour/memory`.
+    pub name: String,
+    /// Who.
+    pub flavour: Flavour,
+    /// `throughput`, `boundary` or `memory`.
+    pub kind: &'static str,
+    /// SET or GET (throughput tests).
+    pub op: Option<Op>,
+    /// Value size in bytes.
+    pub value_size: Option<usize>,
+    /// Requests in flight.
+    pub in_flight: Option<usize>,
+    /// The broker.
+    pub broker: Option<Broker>,
+    /// Measured operations (calls of the boundary test).
+    pub ops: u64,
+    /// Failed operations.
+    pub errors: u64,
+    /// Why the item failed, if it did.
+    pub error: Option<String>,
+    /// Why the flavour could not run this item (not a failure of the run).
+    pub unavailable: Option<String>,
+    /// Measuring time, seconds.
+    pub elapsed_s: f64,
+    /// Operations per second.
+    pub ops_per_sec: f64,
+    /// Median latency, µs.
+    pub p50_us: f64,
+    /// 99th percentile latency, µs.
+    pub p99_us: f64,
+    /// Largest latency, µs.
+    pub max_us: f64,
+    /// CPU of the driver process per operation, µs.
+    pub cpu_us_per_op: f64,
+    /// CPU of the service process per operation, µs (Mosquitto's own CPU excluded).
+    pub service_cpu_us_per_op: Option<f64>,
+    /// Peak resident memory of the driver process, MiB.
+    pub peak_rss_mb: Option<f64>,
+    /// Peak resident memory of the service process, MiB.
+    pub service_peak_rss_mb: Option<f64>,
+    /// Boundary test: nanoseconds per call that fails validation before any I/O.
+    pub ns_per_call: Option<f64>,
+    /// Memory test: resident memory over the operations.
+    pub memory: Option<MemoryTrace>,
+    /// Throughput divided by the Rust async client's in the same cell.
+    pub ratio_to_rust_async: Option<f64>,
+    /// Throughput divided by the Rust client of the same kind (async or blocking).
+    pub ratio_to_rust: Option<f64>,
+    /// Median latency minus that Rust client's, µs.
+    pub p50_delta_rust_us: Option<f64>,
+    /// Throughput divided by the by-hand baseline of the same language.
+    pub ratio_to_baseline: Option<f64>,
+    /// Median latency minus the baseline's, µs.
+    pub p50_delta_baseline_us: Option<f64>,
+    #[serde(skip)]
+    item: Item,
+}
+
+impl BindingResult {
+    fn empty(item: Item) -> Self {
+        let (kind, op, value_size, in_flight, broker) = match item.test {
+            Test::Throughput {
+                op,
+                value_size,
+                in_flight,
+                broker,
+            } => (
+                "throughput",
+                Some(op),
+                Some(value_size),
+                Some(in_flight),
+                Some(broker),
+            ),
+            Test::Boundary => ("boundary", None, None, None, Some(Broker::Embedded)),
+            Test::Memory => (
+                "memory",
+                None,
+                None,
+                Some(item.flavour.memory_in_flight()),
+                Some(Broker::Embedded),
+            ),
+        };
+        Self {
+            name: item.name(),
+            flavour: item.flavour,
+            kind,
+            op,
+            value_size,
+            in_flight,
+            broker,
+            ops: 0,
+            errors: 0,
+            error: None,
+            unavailable: None,
+            elapsed_s: 0.0,
+            ops_per_sec: 0.0,
+            p50_us: 0.0,
+            p99_us: 0.0,
+            max_us: 0.0,
+            cpu_us_per_op: 0.0,
+            service_cpu_us_per_op: None,
+            peak_rss_mb: None,
+            service_peak_rss_mb: None,
+            ns_per_call: None,
+            memory: None,
+            ratio_to_rust_async: None,
+            ratio_to_rust: None,
+            p50_delta_rust_us: None,
+            ratio_to_baseline: None,
+            p50_delta_baseline_us: None,
+            item,
+        }
+    }
+
+    /// An item the flavour cannot run here.
+    pub fn unavailable(item: Item, reason: String) -> Self {
+        let mut r = Self::empty(item);
+        r.unavailable = Some(reason);
+        r
+    }
+
+    /// An item that failed to run.
+    pub fn failed(item: Item, error: String) -> Self {
+        let mut r = Self::empty(item);
+        r.error = Some(error);
+        r
+    }
+
+    /// An item from what its driver printed.
+    pub fn from_output(item: Item, out: DriverOutput) -> Self {
+        let mut r = Self::empty(item);
+        r.unavailable = out.unavailable;
+        r.error = out.error;
+        r.ops = out.ops.unwrap_or(0);
+        r.errors = out.errors.unwrap_or(0);
+        r.elapsed_s = out.elapsed_s.unwrap_or(0.0);
+        r.ops_per_sec = out.ops_per_sec.unwrap_or(0.0);
+        r.p50_us = out.p50_us.unwrap_or(0.0);
+        r.p99_us = out.p99_us.unwrap_or(0.0);
+        r.max_us = out.max_us.unwrap_or(0.0);
+        r.cpu_us_per_op = out.cpu_us_per_op.unwrap_or(0.0);
+        r.service_cpu_us_per_op = out.service_cpu_us_per_op;
+        r.peak_rss_mb = out.peak_rss_mb;
+        r.ns_per_call = out.ns_per_call;
+        r.memory = out.memory;
+        if r.unavailable.is_none() && r.error.is_none() && r.ops == 0 {
+            r.error = Some("the driver measured no operation".to_owned());
+        }
+        if r.unavailable.is_none()
+            && r.error.is_none()
+            && item.test == Test::Memory
+            && r.memory.is_none()
+        {
+            r.error = Some("the memory run has no samples".to_owned());
+        }
+        r
+    }
+
+    /// What was measured.
+    pub fn item(&self) -> Item {
+        self.item
+    }
+
+    /// Whether it ran without any failure.
+    pub fn ok(&self) -> bool {
+        self.unavailable.is_none() && self.error.is_none() && self.errors == 0 && self.ops > 0
+    }
+
+    /// Whether it failed (as opposed to ran, or was unavailable).
+    pub fn failed_run(&self) -> bool {
+        self.unavailable.is_none() && !self.ok()
+    }
+}
+
+/// Fills the ratios of every throughput result against the Rust clients and the baselines of
+/// its cell.
+pub fn compare(results: &mut [BindingResult]) {
+    let cells: Vec<(Item, f64, f64)> = results
+        .iter()
+        .filter(|r| r.ok() && matches!(r.item.test, Test::Throughput { .. }))
+        .map(|r| (r.item, r.ops_per_sec, r.p50_us))
+        .collect();
+    let find = |flavour: Option<Flavour>, test: Test| {
+        let flavour = flavour?;
+        cells
+            .iter()
+            .find(|(i, ops, _)| i.flavour == flavour && i.test == test && *ops > 0.0)
+            .map(|&(_, ops, p50)| (ops, p50))
+    };
+    for r in results.iter_mut().filter(|r| r.ok()) {
+        let test = r.item.test;
+        if !matches!(test, Test::Throughput { .. }) {
+            continue;
+        }
+        if r.item.flavour != Flavour::RustAsync {
+            if let Some((ops, _)) = find(Some(Flavour::RustAsync), test) {
+                r.ratio_to_rust_async = Some(r.ops_per_sec / ops);
+            }
+        }
+        if let Some((ops, p50)) = find(r.item.flavour.rust_peer(), test) {
+            r.ratio_to_rust = Some(r.ops_per_sec / ops);
+            r.p50_delta_rust_us = Some(r.p50_us - p50);
+        }
+        if let Some((ops, p50)) = find(r.item.flavour.baseline(), test) {
+            r.ratio_to_baseline = Some(r.ops_per_sec / ops);
+            r.p50_delta_baseline_us = Some(r.p50_us - p50);
+        }
+    }
+}
+
+fn in_flight_of(r: &BindingResult) -> usize {
+    r.in_flight.unwrap_or(0)
+}
+
+fn is_throughput(r: &BindingResult) -> bool {
+    r.kind == "throughput"
+}
+
+/// Checks `value` of the results `applies` selects against `meets`.
+fn check(
+    target: String,
+    results: &[BindingResult],
+    applies: impl Fn(&BindingResult) -> bool,
+    value: impl Fn(&BindingResult) -> Option<f64>,
+    meets: impl Fn(f64) -> bool,
+    higher_is_better: bool,
+) -> TargetCheck {
+    let values: Vec<(String, f64)> = results
+        .iter()
+        .filter(|r| r.ok() && applies(r))
+        .filter_map(|r| value(r).map(|v| (r.name.clone(), v)))
+        .collect();
+    let worst = values
+        .iter()
+        .min_by(|a, b| {
+            let order = a.1.total_cmp(&b.1);
+            if higher_is_better {
+                order
+            } else {
+                order.reverse()
+            }
+        })
+        .cloned();
+    let met_by = values.iter().filter(|(_, v)| meets(*v)).count();
+    TargetCheck {
+        target,
+        cells: values.len(),
+        met_by,
+        met: (!values.is_empty()).then_some(met_by == values.len()),
+        worst,
+    }
+}
+
+/// The targets of the issue ("at 64 in flight" is the deepest depth of the run).
+pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
+    let deepest = results
+        .iter()
+        .filter(|r| is_throughput(r))
+        .map(in_flight_of)
+        .max()
+        .unwrap_or(64);
+    let deep = move |r: &BindingResult, flavours: &[Flavour]| {
+        is_throughput(r) && in_flight_of(r) == deepest && flavours.contains(&r.flavour)
+    };
+    let single = |r: &BindingResult, flavours: &[Flavour]| {
+        is_throughput(r) && in_flight_of(r) == 1 && flavours.contains(&r.flavour)
+    };
+    let py_node_async = [Flavour::PythonAsync, Flavour::NodePromise];
+    let py_node_all = [
+        Flavour::PythonAsync,
+        Flavour::PythonSync,
+        Flavour::NodePromise,
+        Flavour::NodeSync,
+    ];
+    let bindings = [
+        Flavour::CAsync,
+        Flavour::CBlocking,
+        Flavour::PythonAsync,
+        Flavour::PythonSync,
+        Flavour::NodePromise,
+        Flavour::NodeSync,
+        Flavour::RustAsync,
+        Flavour::RustBlocking,
+    ];
+    vec![
+        check(
+            format!("python-async, node-promise >= 0.80 x rust-async throughput at {deepest} in flight"),
+            results,
+            |r| deep(r, &py_node_async),
+            |r| r.ratio_to_rust_async,
+            |v| v >= 0.8,
+            true,
+        ),
+        check(
+            format!("c-async >= 0.95 x rust-async throughput at {deepest} in flight"),
+            results,
+            |r| deep(r, &[Flavour::CAsync]),
+            |r| r.ratio_to_rust_async,
+            |v| v >= 0.95,
+            true,
+        ),
+        check(
+            "python-sync, node-sync median <= rust-blocking + 15 µs at 1 in flight (µs above)".to_owned(),
+            results,
+            |r| single(r, &[Flavour::PythonSync, Flavour::NodeSync]),
+            |r| r.p50_delta_rust_us,
+            |v| v <= 15.0,
+            false,
+        ),
+        check(
+            "c-blocking median <= rust-blocking + 5 µs at 1 in flight (µs above)".to_owned(),
+            results,
+            |r| single(r, &[Flavour::CBlocking]),
+            |r| r.p50_delta_rust_us,
+            |v| v <= 5.0,
+            false,
+        ),
+        check(
+            format!("python-async, node-promise >= 5 x the by-hand baseline's throughput at {deepest} in flight"),
+            results,
+            |r| deep(r, &py_node_async),
+            |r| r.ratio_to_baseline,
+            |v| v >= 5.0,
+            true,
+        ),
+        check(
+            "Python and Node flavours: median below the by-hand baseline's at 1 in flight (µs above)"
+                .to_owned(),
+            results,
+            |r| single(r, &py_node_all),
+            |r| r.p50_delta_baseline_us,
+            |v| v < 0.0,
+            false,
+        ),
+        check(
+            format!("memory flat: <= {FLAT_MEMORY_MB} MiB growth over the second half (MiB)"),
+            results,
+            |r| r.kind == "memory" && bindings.contains(&r.flavour),
+            |r| r.memory.as_ref().map(|m| m.second_half_growth_mb),
+            |v| v <= FLAT_MEMORY_MB,
+            false,
+        ),
+    ]
+}
+
+/// What the figures include, written into bindings.json.
+pub const NOTES: [&str; 9] = [
+    "every item runs in fresh processes: Mosquitto (when the cell uses it), the service side (statestore-bench serve: statestore-server with its embedded broker, or attached to Mosquitto) and the flavour's driver",
+    "drivers: rust-* = statestore-bench rust-driver (the main harness's client drivers); c-* = bench/drivers/c_driver.c linked against the installed libstatestore; python-* = bench/drivers/py_driver.py; node-* = bench/drivers/node_driver.mjs",
+    "in flight: tasks/Promises/async calls for the async flavours, threads sharing one client for the blocking ones; node-sync runs one call at a time (Sync calls block the only JS thread)",
+    "by-hand baselines: the state store protocol over paho-mqtt (python-paho) and mqtt.js (node-mqttjs), MQTT 5, TCP_NODELAY, the client's envelope (QoS 1, response topic, 16-byte correlation data, __srcId, __ts HLC, __protVer, expiry, content type); each answer issues the slot's next request from the library's message callback, the fastest way to drive those libraries",
+    "ops_per_sec: measured operations / time from the end of the warm-up to the last measured answer; p50/p99: per-operation latency, call to checked answer, in the driver's language and clock",
+    "cpu_us_per_op: CPU of the driver process / operations; service_cpu_us_per_op: CPU of the service process (clock ticks), Mosquitto's own CPU excluded",
+    "ratio_to_rust_async / ratio_to_rust / p50_delta_rust_us: against the Rust async client / the Rust client of the same kind (async or blocking) in the same cell of the same run; ratio_to_baseline / p50_delta_baseline_us: against the by-hand baseline of the same language",
+    "boundary: a SET with an empty key, which every binding rejects before any I/O, in a loop: ns per call including raising/catching the error (awaiting the rejected call for async flavours)",
+    "memory: operations alternating SET and GET of 16 B (Rust: SET) at 64 in flight (blocking flavours 16 threads, node-sync 1), resident memory sampled 100 times (Rust: every 100 ms); C also allocates and frees an options handle per operation",
+];
+
+/// The whole `bindings.json`.
+#[derive(Debug, Serialize)]
+pub struct Document<'a> {
+    /// `full`, `quick` or `smoke`.
+    pub profile: &'a str,
+    /// When the run ended, seconds since the Unix epoch.
+    pub finished_unix_s: u64,
+    /// The machine and its load.
+    pub machine: Machine,
+    /// What the figures include.
+    pub notes: &'a [&'a str],
+    /// Each flavour's package version, or why it was unavailable.
+    pub flavours: &'a [Probe],
+    /// One object per item.
+    pub scenarios: &'a [BindingResult],
+    /// The targets of the issue.
+    pub targets: &'a [TargetCheck],
+}
+
+/// Where [`write_files`] wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// `bindings.json`.
+    pub json: PathBuf,
+    /// `bindings.svg`.
+    pub svg: PathBuf,
+}
+
+/// Writes `bindings.json` and `bindings.svg` into `dir`.
+pub fn write_files(
+    dir: &Path,
+    profile: &str,
+    probes: &[Probe],
+    results: &[BindingResult],
+    checks: &[TargetCheck],
+    load_at_start: Option<String>,
+) -> Result<Written, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let machine = Machine {
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_at_start,
+        load_at_end: load_average(),
+    };
+    let written = Written {
+        json: dir.join("bindings.json"),
+        svg: dir.join("bindings.svg"),
+    };
+    let title = format!(
+        "statestore bindings: SET throughput and median latency ({profile} profile, {} CPUs, load {})",
+        machine.cpus,
+        machine.load_at_start.as_deref().unwrap_or("?")
+    );
+    let document = Document {
+        profile,
+        finished_unix_s: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        machine,
+        notes: &NOTES,
+        flavours: probes,
+        scenarios: results,
+        targets: checks,
+    };
+    let text = serde_json::to_string_pretty(&document)
+        .map_err(|e| format!("cannot encode the results: {e}"))?;
+    std::fs::write(&written.json, text + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", written.json.display()))?;
+    super::chart::write(&written.svg, results, &title)?;
+    Ok(written)
+}
+
+/// The Markdown tables: throughput (median latency) per cell and flavour, then the boundary,
+/// memory and unavailable flavours.
+pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
+    let mut out = String::new();
+    let flavours: Vec<Flavour> = Flavour::ALL
+        .into_iter()
+        .filter(|f| results.iter().any(|r| r.flavour == *f))
+        .collect();
+    let mut cells: Vec<Test> = Vec::new();
+    for r in results.iter().filter(|r| is_throughput(r)) {
+        if !cells.contains(&r.item.test) {
+            cells.push(r.item.test);
+        }
+    }
+    let find = |f: Flavour, t: Test| results.iter().find(|r| r.flavour == f && r.item.test == t);
+    if !cells.is_empty() {
+        let _ = writeln!(
+            out,
+            "Operations per second (median latency, µs); `-` unavailable, `FAIL` failed:\n"
+        );
+        let _ = write!(out, "| broker | op | size | in flight |");
+        for f in &flavours {
+            let _ = write!(out, " {f} |");
+        }
+        let _ = write!(out, "\n|---|---|---|---|");
+        for _ in &flavours {
+            let _ = write!(out, "---|");
+        }
+        out.push('\n');
+        for test in &cells {
+            let Test::Throughput {
+                op,
+                value_size,
+                in_flight,
+                broker,
+            } = *test
+            else {
+                continue;
+            };
+            let _ = write!(
+                out,
+                "| {} | {} | {} | {in_flight} |",
+                broker.label(),
+                op.label().to_uppercase(),
+                size_label(value_size)
+            );
+            for &f in &flavours {
+                let cell = match find(f, *test) {
+                    Some(r) if r.ok() => format!("{:.0} ({:.0})", r.ops_per_sec, r.p50_us),
+                    Some(r) if r.unavailable.is_some() => "-".to_owned(),
+                    Some(_) => "FAIL".to_owned(),
+                    None => String::new(),
+                };
+                let _ = write!(out, " {cell} |");
+            }
+            out.push('\n');
+        }
+    }
+    let boundary: Vec<&BindingResult> = results.iter().filter(|r| r.kind == "boundary").collect();
+    if boundary.iter().any(|r| r.ok()) {
+        let _ = writeln!(
+            out,
+            "\nBoundary (a call rejected before any I/O), ns per call:\n"
+        );
+        let _ = writeln!(out, "| flavour | ns/call |\n|---|---|");
+        for r in boundary.iter().filter(|r| r.ok()) {
+            let _ = writeln!(
+                out,
+                "| {} | {:.0} |",
+                r.flavour,
+                r.ns_per_call.unwrap_or(0.0)
+            );
+        }
+    }
+    let memory: Vec<&BindingResult> = results
+        .iter()
+        .filter(|r| r.kind == "memory" && r.ok())
+        .collect();
+    if !memory.is_empty() {
+        let _ = writeln!(out, "\nMemory (resident MiB after the warm-up -> at the end; growth over the second half):\n");
+        let _ = writeln!(out, "| flavour | operations | in flight | ops/s | start | end | second half |\n|---|---|---|---|---|---|---|");
+        for r in memory {
+            if let Some(m) = &r.memory {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {:+.2} |",
+                    r.flavour,
+                    r.ops,
+                    r.in_flight.unwrap_or(0),
+                    r.ops_per_sec,
+                    m.start_mb,
+                    m.end_mb,
+                    m.second_half_growth_mb
+                );
+            }
+        }
+    }
+    let unavailable: Vec<&Probe> = probes.iter().filter(|p| p.unavailable.is_some()).collect();
+    if !unavailable.is_empty() {
+        let _ = writeln!(out, "\nUnavailable flavours:\n");
+        for p in unavailable {
+            let _ = writeln!(
+                out,
+                "- {}: {}",
+                p.flavour,
+                p.unavailable.as_deref().unwrap_or("")
+            );
+        }
+    }
+    let failed: Vec<&BindingResult> = results.iter().filter(|r| r.failed_run()).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\nFailed items:\n");
+        for r in failed {
+            let _ = writeln!(
+                out,
+                "- {}: {}",
+                r.name,
+                r.error.as_deref().unwrap_or("operations failed")
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(flavour: Flavour, in_flight: usize, ops_per_sec: f64, p50_us: f64) -> BindingResult {
+        let item = Item {
+            flavour,
+            test: Test::Throughput {
+                op: Op::Set,
+                value_size: 16,
+                in_flight,
+                broker: Broker::Embedded,
+            },
+        };
+        BindingResult::from_output(
+            item,
+            DriverOutput {
+                ops: Some(100),
+                errors: Some(0),
+                ops_per_sec: Some(ops_per_sec),
+                p50_us: Some(p50_us),
+                ..DriverOutput::default()
+            },
+        )
+    }
+
+    #[test]
+    fn flavours_are_compared_with_rust_and_their_baseline_in_the_same_cell() {
+        let mut results = vec![
+            result(Flavour::RustAsync, 64, 1000.0, 100.0),
+            result(Flavour::RustBlocking, 64, 800.0, 120.0),
+            result(Flavour::PythonPaho, 64, 100.0, 900.0),
+            result(Flavour::PythonAsync, 64, 900.0, 110.0),
+            result(Flavour::PythonSync, 64, 400.0, 200.0),
+            result(Flavour::PythonAsync, 1, 10.0, 90.0),
+        ];
+        compare(&mut results);
+        assert_eq!(results[0].ratio_to_rust_async, None);
+        assert_eq!(results[3].ratio_to_rust_async, Some(0.9));
+        assert_eq!(results[3].ratio_to_baseline, Some(9.0));
+        assert_eq!(results[3].p50_delta_baseline_us, Some(-790.0));
+        assert_eq!(results[4].ratio_to_rust, Some(0.5));
+        assert_eq!(results[4].p50_delta_rust_us, Some(80.0));
+        assert_eq!(
+            results[5].ratio_to_rust_async, None,
+            "no Rust figure at 1 in flight"
+        );
+        let checks = evaluate(&results);
+        assert_eq!(checks[0].met, Some(true));
+        assert_eq!(checks[4].met, Some(true));
+        assert_eq!(checks[1].met, None, "no C figures");
+        let table = render(&[], &results);
+        assert!(
+            table.contains("| embedded | SET | 16B | 64 | 1000 (100) |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn unavailable_is_not_a_failure() {
+        let item = Item {
+            flavour: Flavour::NodeSync,
+            test: Test::Boundary,
+        };
+        let r = BindingResult::unavailable(item, "no package".into());
+        assert!(!r.ok() && !r.failed_run());
+        let empty = BindingResult::from_output(item, DriverOutput::default());
+        assert!(empty.failed_run());
+    }
+}

@@ -1,0 +1,219 @@
+//! The driver of the Rust flavours (`statestore-bench rust-driver ...`): the same arguments
+//! and the same `RESULT <json>` line as the Python, Node and C drivers, measured with the
+//! main harness's client drivers ([`crate::drivers::client`], [`crate::drivers::memory`]).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use statestore::{ConnectOptions, Error, SetOptions};
+
+use crate::drivers::{client, memory};
+use crate::measurer::{self, Measured, Target};
+use crate::profile::Profile;
+use crate::report::mib;
+use crate::resources;
+use crate::scenario::{Broker, Kind, Op, Scenario};
+use crate::window::Plan;
+
+/// What the Rust driver is asked to do (the drivers' common arguments).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RustDriverArgs {
+    /// `async` or `blocking`.
+    #[arg(long)]
+    pub flavour: String,
+    /// `probe`, `throughput`, `boundary` or `memory`.
+    #[arg(long, default_value = "throughput")]
+    pub test: String,
+    /// The broker's host.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The broker's port.
+    #[arg(long, default_value_t = 1883)]
+    pub port: u16,
+    /// `set`, `get` or `mix` (memory runs: SET).
+    #[arg(long, default_value = "set")]
+    pub op: String,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 16)]
+    pub size: usize,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 1)]
+    pub inflight: usize,
+    /// Warm-up, seconds.
+    #[arg(long, default_value_t = 0.1)]
+    pub warmup: f64,
+    /// Measuring window, seconds.
+    #[arg(long, default_value_t = 0.3)]
+    pub seconds: f64,
+    /// Operation cap (calls of the boundary test).
+    #[arg(long)]
+    pub ops: Option<u64>,
+    /// The service-side process.
+    #[arg(long)]
+    pub service_pid: Option<u32>,
+}
+
+/// Runs the driver and returns its result object.
+pub fn run(args: &RustDriverArgs) -> Value {
+    let blocking = match args.flavour.as_str() {
+        "async" => false,
+        "blocking" => true,
+        other => return json!({ "error": format!("unknown Rust flavour {other:?}") }),
+    };
+    let outcome = match args.test.as_str() {
+        "probe" => {
+            return json!({ "ok": true, "version": format!("statestore {}", env!("CARGO_PKG_VERSION")) })
+        }
+        "throughput" => throughput(args, blocking),
+        "memory" => memory(args, blocking),
+        "boundary" => boundary(args, blocking),
+        other => Err(format!("unknown test {other:?}")),
+    };
+    outcome.unwrap_or_else(|error| json!({ "error": error }))
+}
+
+fn addr(args: &RustDriverArgs) -> Result<SocketAddr, String> {
+    format!("{}:{}", args.host, args.port)
+        .parse()
+        .map_err(|e| format!("bad broker address: {e}"))
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::from_secs(24 * 3600))
+}
+
+fn profile(args: &RustDriverArgs) -> Profile {
+    Profile {
+        name: "bindings",
+        warmup: secs(args.warmup),
+        measure: secs(args.seconds),
+        op_cap: args.ops,
+        memory_ops: args.ops,
+        grace: Duration::from_secs(30),
+        ..Profile::quick()
+    }
+}
+
+fn figures(measured: Measured) -> Value {
+    let f = measured.figures;
+    json!({
+        "ops": f.ops,
+        "errors": f.errors,
+        "error": f.first_error,
+        "elapsed_s": f.elapsed.as_secs_f64(),
+        "ops_per_sec": f.ops_per_sec,
+        "p50_us": f.p50_us,
+        "p99_us": f.p99_us,
+        "max_us": f.max_us,
+        "cpu_us_per_op": f.cpu_us_per_op,
+        "service_cpu_us_per_op": f.service_cpu_us_per_op,
+        "peak_rss_mb": measured.peak_rss_mb,
+        "memory": measured.memory,
+    })
+}
+
+fn throughput(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
+    let op = match args.op.as_str() {
+        "get" => Op::Get,
+        _ => Op::Set,
+    };
+    let scenario = Scenario {
+        kind: if blocking {
+            Kind::Blocking
+        } else {
+            Kind::Async
+        },
+        op,
+        value_size: args.size,
+        in_flight: args.inflight,
+        broker: Some(Broker::Embedded),
+    };
+    let target = Target {
+        addr: Some(addr(args)?),
+        service_pid: args.service_pid,
+    };
+    measurer::measure(&profile(args), scenario, target).map(figures)
+}
+
+fn memory(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
+    let profile = profile(args);
+    let plan = Plan {
+        warmup: profile.warmup,
+        measure: Duration::from_secs(24 * 3600),
+        op_cap: args.ops,
+        grace: profile.grace,
+    };
+    let workload = client::Workload {
+        op: Op::Set,
+        value_size: args.size,
+        in_flight: args.inflight,
+    };
+    let addr = addr(args)?;
+    let (figures_, trace) = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?
+        .block_on(memory::run_with(
+            addr,
+            workload,
+            plan,
+            args.service_pid,
+            blocking,
+        ))?;
+    Ok(figures(Measured {
+        figures: figures_,
+        peak_rss_mb: resources::peak_rss().map(mib),
+        memory: trace,
+    }))
+}
+
+fn boundary(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
+    let calls = args.ops.unwrap_or(1_000_000).max(1);
+    let options = ConnectOptions::new(args.host.clone(), args.port);
+    let value = Bytes::from_static(b"v");
+    let check = |result: statestore::Result<statestore::SetResult>| match result {
+        Err(Error::InvalidArgument(_)) => Ok(()),
+        other => Err(format!(
+            "SET of an empty key gave {other:?}, not InvalidArgument"
+        )),
+    };
+    let elapsed = if blocking {
+        let client = statestore::blocking::Client::connect(options)
+            .map_err(|e| format!("blocking client cannot connect: {e}"))?;
+        let started = Instant::now();
+        for _ in 0..calls {
+            check(client.set(Bytes::new(), value.clone(), SetOptions::default()))?;
+        }
+        let elapsed = started.elapsed();
+        let _ = client.close();
+        elapsed
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the tokio runtime: {e}"))?
+            .block_on(async {
+                let client = statestore::Client::connect(options)
+                    .await
+                    .map_err(|e| format!("async client cannot connect: {e}"))?;
+                let started = Instant::now();
+                for _ in 0..calls {
+                    check(
+                        client
+                            .set(Bytes::new(), value.clone(), SetOptions::default())
+                            .await,
+                    )?;
+                }
+                let elapsed = started.elapsed();
+                let _ = client.close().await;
+                Ok::<_, String>(elapsed)
+            })?
+    };
+    Ok(json!({
+        "ops": calls,
+        "errors": 0,
+        "ns_per_call": elapsed.as_nanos() as f64 / calls as f64,
+    }))
+}

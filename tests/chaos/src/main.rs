@@ -6,8 +6,11 @@
 //! - `statestore-chaos writer async|blocking HOST PORT LOCK COUNTER PREFIX DURATION_MS
 //!   TIMEOUT_MS LOG`: the Rust writers.
 //! - `statestore-chaos check DIR`: judges a finished run again.
+//! - `statestore-chaos hostile [--for 600s]`: a malicious state store on a fresh Mosquitto;
+//!   prints `hostile ready on 127.0.0.1:PORT`, serves until stdin is closed.
 
 mod check;
+mod hostile;
 mod procs;
 mod proxy;
 mod record;
@@ -79,6 +82,42 @@ fn parse_run(args: &[String]) -> Result<run::RunConfig, String> {
     Ok(config)
 }
 
+/// Mosquitto plus the malicious responder, until stdin closes or the time runs out.
+fn serve_hostile(args: &[String]) -> Result<bool, String> {
+    let limit = match args {
+        [flag, value] if flag == "--for" => parse_duration(value)?,
+        [] => Duration::from_secs(600),
+        _ => return Err("hostile [--for DURATION]".into()),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let dir = std::env::temp_dir().join(format!("statestore-hostile-{}", std::process::id()));
+        let broker = procs::MosquittoProcess::start(&dir).await?;
+        let service = hostile::start(broker.addr()).await?;
+        println!("hostile ready on {}", broker.addr());
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        // A plain thread: a runtime waits for its blocking tasks at shutdown, and this one
+        // may never return.
+        let (closed, stdin) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let mut sink = [0u8; 256];
+            let mut stdin = std::io::stdin();
+            while matches!(std::io::Read::read(&mut stdin, &mut sink), Ok(n) if n > 0) {}
+            let _ = closed.send(());
+        });
+        let _ = tokio::time::timeout(limit, stdin).await;
+        service.abort();
+        drop(broker);
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(true)
+    })
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -104,6 +143,7 @@ fn main() -> ExitCode {
                 _ => Err("writer async|blocking ...".into()),
             })
         }
+        Some("hostile") => serve_hostile(&args[1..]),
         Some("check") => match args.get(1) {
             Some(dir) => check::check_dir(std::path::Path::new(dir)),
             None => Err("check DIR".into()),

@@ -1,1 +1,90 @@
-//! The statestore Node addon.
+//! The statestore Node addon: translates JavaScript calls to core's client (`statestore`) and
+//! back. Behaviour lives in core; the package's `lib/` wraps these classes with argument
+//! checks, iterators and events.
+#![deny(clippy::all)]
+
+mod bridge;
+mod client;
+mod events;
+mod keys;
+mod lease;
+mod registry;
+mod testing;
+
+use statestore::bindings;
+
+use napi::bindgen_prelude::Object;
+use napi::Env;
+use napi_derive::napi;
+
+/// Runs once per environment (main thread and every worker): closes what the environment
+/// opened when it is torn down.
+#[napi(module_exports)]
+pub fn init(mut _exports: Object, env: Env) -> napi::Result<()> {
+    let env_id = env.raw() as usize;
+    env.add_env_cleanup_hook(env_id, registry::teardown)?;
+    Ok(())
+}
+
+/// One entry of core's error table.
+#[napi(object)]
+pub struct ErrorCodeInfo {
+    /// Upper snake case, e.g. `TIMEOUT` (JavaScript `code`: `'STATESTORE_' + name`).
+    pub name: String,
+    /// The numeric core code (`errno`/`coreCode` of errors).
+    pub code: i32,
+    /// `ARGUMENT`, `TIMEOUT`, `CONNECTION`, `SERVICE`, `LEASE`, `CLOSED`, `RUNTIME`, `INTERNAL`.
+    pub category: String,
+    pub description: String,
+}
+
+/// Core's error table, so the package's error constants come from one place.
+#[napi]
+pub fn error_codes() -> Vec<ErrorCodeInfo> {
+    statestore::ErrorCode::ALL
+        .iter()
+        .map(|code| ErrorCodeInfo {
+            name: code.name().to_string(),
+            code: *code as i32,
+            category: code.category().name().to_string(),
+            description: code.description().to_string(),
+        })
+        .collect()
+}
+
+/// One connection setting of core (`CONNECT_OPTIONS`).
+#[napi(object)]
+pub struct ConnectOptionInfo {
+    pub name: String,
+    pub js_name: String,
+    /// `str`, `path`, `port`, `bool`, `duration` or `int`.
+    pub kind: String,
+    pub env: Option<String>,
+    pub default: String,
+    pub doc: String,
+}
+
+/// Core's connection settings, so the package checks names and types from one table.
+#[napi]
+pub fn connect_options() -> Vec<ConnectOptionInfo> {
+    use statestore::bindings::{OptionKind, CONNECT_OPTIONS};
+    CONNECT_OPTIONS
+        .iter()
+        .map(|spec| ConnectOptionInfo {
+            name: spec.name.to_string(),
+            js_name: spec.js_name.to_string(),
+            kind: match spec.kind {
+                OptionKind::Str => "str",
+                OptionKind::Path => "path",
+                OptionKind::Port => "port",
+                OptionKind::Bool => "bool",
+                OptionKind::Duration => "duration",
+                _ => "int",
+            }
+            .to_string(),
+            env: spec.env.map(str::to_string),
+            default: spec.default.to_string(),
+            doc: spec.doc.to_string(),
+        })
+        .collect()
+}

@@ -1,0 +1,655 @@
+'use strict'
+// The public API: a thin layer over the addon that checks arguments, converts values and
+// adds the iterators and events JavaScript users expect. Behaviour lives in core (Rust).
+const { EventEmitter } = require('node:events')
+const native = require('./native.js')
+const args = require('./args.js')
+
+const EVENT_KINDS = ['set', 'delete', 'resynced', 'elected', 'vacant', 'lost']
+
+/** Core's error table: `ErrorCodes.TIMEOUT === 'STATESTORE_TIMEOUT'`, and details by code. */
+const ERROR_TABLE = native.errorCodes()
+const ErrorCodes = Object.freeze(Object.fromEntries(ERROR_TABLE.map((e) => [e.name, 'STATESTORE_' + e.name])))
+
+/** Core's connection settings by camelCase name. */
+const CONNECT_OPTIONS = new Map(native.connectOptions().map((o) => [o.jsName, o]))
+const JS_ONLY_OPTIONS = ['returnStrings']
+
+function settings(options, name) {
+  if (options === undefined || options === null) return []
+  if (typeof options !== 'object' || Array.isArray(options)) throw args.typeError(name, 'of type object', options)
+  const out = []
+  for (const [key, value] of Object.entries(options)) {
+    if (JS_ONLY_OPTIONS.includes(key)) continue
+    const spec = CONNECT_OPTIONS.get(key)
+    if (!spec) {
+      const known = [...CONNECT_OPTIONS.keys(), ...JS_ONLY_OPTIONS].join(', ')
+      const error = new TypeError(`Unknown option "${key}" in "${name}"; expected one of: ${known}`)
+      error.code = 'ERR_INVALID_ARG_VALUE'
+      throw error
+    }
+    if (value === undefined || value === null) continue
+    const where = `${name}.${key}`
+    switch (spec.kind) {
+      case 'bool':
+        if (typeof value !== 'boolean') throw args.typeError(where, 'of type boolean', value)
+        break
+      case 'str':
+      case 'path':
+        if (typeof value !== 'string') throw args.typeError(where, 'of type string', value)
+        break
+      case 'duration':
+        args.duration(value, where)
+        break
+      default: // port, int
+        if (typeof value !== 'number' && typeof value !== 'string') throw args.typeError(where, 'of type number', value)
+    }
+    out.push({ name: key, value })
+  }
+  return out
+}
+
+function returnsStrings(options) {
+  return args.boolean(options && options.returnStrings, 'options.returnStrings') === true
+}
+
+/**
+ * Orders two versions (or fencing tokens): negative, zero or positive. Versions are strings in
+ * the padded form `wallMs:counter:node`, so plain string order agrees except across node ids.
+ */
+function compareVersions(a, b) {
+  a = args.token(a, 'a')
+  b = args.token(b, 'b')
+  const [wa, ca, ...na] = a.split(':')
+  const [wb, cb, ...nb] = b.split(':')
+  const d = Number(wa) - Number(wb) || Number(ca) - Number(cb)
+  if (d !== 0) return Math.sign(d)
+  const sa = na.join(':')
+  const sb = nb.join(':')
+  return sa < sb ? -1 : sa > sb ? 1 : 0
+}
+
+const decode = (buffer) => (buffer === null || buffer === undefined ? buffer : buffer.toString('utf8'))
+
+function event(raw, strings) {
+  const out = { kind: raw.kind, key: raw.key, value: raw.value ?? null, version: raw.version ?? null }
+  if (raw.holder !== undefined && raw.holder !== null) out.holder = raw.holder
+  if (raw.loss !== undefined && raw.loss !== null) out.loss = raw.loss
+  if (strings) {
+    out.key = decode(out.key)
+    out.value = decode(out.value)
+    if (out.holder) out.holder = decode(out.holder)
+  }
+  return out
+}
+
+/**
+ * A stream of events: an async iterator (`for await`), a blocking iterator (`for ... of`,
+ * `nextSync`) and an EventEmitter (`on('set' | 'delete' | 'resynced' | ...)`). Adding a
+ * listener for an event kind switches it to push mode, after which the iterators get nothing
+ * new: use one style per stream.
+ */
+class Observation extends EventEmitter {
+  #native = null
+  #opening
+  #strings
+  #pushing = false
+  #closed = false
+
+  constructor(opening, strings) {
+    super()
+    this.#strings = strings
+    if (opening && typeof opening.then === 'function') {
+      this.#opening = opening.then((n) => this.#attach(n))
+      // Whoever awaits `ready` or iterates sees the failure; nobody else must crash on it.
+      this.#opening.catch((error) => {
+        if (this.listenerCount('error') > 0) this.emit('error', error)
+      })
+    } else {
+      this.#opening = Promise.resolve(this.#attach(opening))
+    }
+    this.on('newListener', (name) => {
+      if (name === 'event' || EVENT_KINDS.includes(name)) this.#push()
+    })
+  }
+
+  #attach(n) {
+    this.#native = n
+    if (this.#closed) n.close()
+    else if (this.#pushing) this.#startSink()
+    return undefined
+  }
+
+  #startSink() {
+    this.#native.setSink((raw) => {
+      const e = event(raw, this.#strings)
+      this.emit(e.kind, e)
+      this.emit('event', e)
+    })
+  }
+
+  #push() {
+    if (this.#pushing) return
+    this.#pushing = true
+    if (this.#native) this.#startSink()
+  }
+
+  /** Resolves once the observation is registered with the service (no change after is missed). */
+  get ready() {
+    return this.#opening
+  }
+
+  /** Whether the stream has ended (closed, unobserved, or client closed). */
+  get closed() {
+    return this.#closed || (this.#native !== null && this.#native.isClosed)
+  }
+
+  /** The next event (async iterator protocol). */
+  async next() {
+    await this.#opening
+    const raw = await this.#native.next()
+    if (raw === null) return { done: true, value: undefined }
+    return { done: false, value: event(raw, this.#strings) }
+  }
+
+  /** Ends the stream when a `for await` loop is left early. */
+  async return() {
+    this.close()
+    return { done: true, value: undefined }
+  }
+
+  [Symbol.asyncIterator]() {
+    return this
+  }
+
+  /**
+   * Blocks until the next event: the event; `null` if none came within `options.timeout` ms;
+   * throws `STATESTORE_CLOSED` once the stream has ended.
+   */
+  nextSync(options) {
+    const { timeout } = args.options(options, 'options', ['timeout'])
+    if (!this.#native) throw new Error('nextSync: this observation was opened with observe(); use observeSync() to iterate synchronously')
+    const raw = this.#native.nextSync(args.duration(timeout, 'options.timeout'))
+    return raw === null ? null : event(raw, this.#strings)
+  }
+
+  /** Blocking iteration until the stream ends. */
+  *[Symbol.iterator]() {
+    for (;;) {
+      let e
+      try {
+        e = this.nextSync()
+      } catch (error) {
+        if (error.code === ErrorCodes.CLOSED) return
+        throw error
+      }
+      yield e
+    }
+  }
+
+  /** Ends the stream and stops the observation behind it (idempotent). */
+  async close() {
+    this.#closed = true
+    if (this.#native) this.#native.close()
+  }
+}
+
+/** An async (and sync) iterator over the keys matching a pattern, page by page. */
+class KeyIterator {
+  #native
+  #page = []
+  #strings
+  constructor(n, strings) {
+    this.#native = n
+    this.#strings = strings
+  }
+  async next() {
+    while (this.#page.length === 0) {
+      const page = await this.#native.nextPage()
+      if (page === null) return { done: true, value: undefined }
+      this.#page = page
+    }
+    const key = this.#page.shift()
+    return { done: false, value: this.#strings ? decode(key) : key }
+  }
+  [Symbol.asyncIterator]() {
+    return this
+  }
+  *[Symbol.iterator]() {
+    for (;;) {
+      while (this.#page.length === 0) {
+        const page = this.#native.nextPageSync()
+        if (page === null) return
+        this.#page = page
+      }
+      const key = this.#page.shift()
+      yield this.#strings ? decode(key) : key
+    }
+  }
+}
+
+function lossEvents(n, strings) {
+  return new Observation(n, strings)
+}
+
+/** A held lock. `release()` it; the fencing token protects writes made while holding it. */
+class LockGuard {
+  #native
+  #strings
+  constructor(n, strings) {
+    this.#native = n
+    this.#strings = strings
+  }
+  /** The fencing token of this holding: pass it to `set`/`delete` as `fencingToken`. */
+  get fencingToken() {
+    return this.#native.fencingToken
+  }
+  get isHeld() {
+    return this.#native.isHeld
+  }
+  get holderName() {
+    return this.#strings ? decode(this.#native.holderName) : this.#native.holderName
+  }
+  async release() {
+    return this.#native.release()
+  }
+  releaseSync() {
+    this.#native.releaseSync()
+  }
+  async renew() {
+    return this.#native.renew()
+  }
+  renewSync() {
+    this.#native.renewSync()
+  }
+  /** A stream with one `lost` event if the lock is lost while held. */
+  lossEvents() {
+    return lossEvents(this.#native.lossEvents(), this.#strings)
+  }
+  async [Symbol.asyncDispose]() {
+    await this.release()
+  }
+}
+
+function updateValue(value) {
+  if (value === undefined || value === null) return null
+  return args.bytes(value, 'the value returned by fn')
+}
+
+/** A named lock (mutual exclusion through a lease on one key). */
+class Lock {
+  #native
+  #strings
+  constructor(strings, client, name, options) {
+    const { ttl, timeout, autoRenew } = args.options(options, 'options', ['ttl', 'timeout', 'autoRenew'])
+    this.#native = new native.NativeLock(client, args.bytes(name, 'name'), args.duration(ttl, 'options.ttl', { required: true }),
+      args.duration(timeout, 'options.timeout'), args.boolean(autoRenew, 'options.autoRenew'))
+    this.#strings = strings
+  }
+  get name() {
+    return this.#strings ? decode(this.#native.name) : this.#native.name
+  }
+  /** Waits until the lock is acquired (or its timeout): the guard. */
+  async lock() {
+    return new LockGuard(await this.#native.lock(), this.#strings)
+  }
+  lockSync() {
+    return new LockGuard(this.#native.lockSync(), this.#strings)
+  }
+  /** One attempt: the guard, or `null` if someone else holds the lock. */
+  async tryLock() {
+    const g = await this.#native.tryLock()
+    return g === null ? null : new LockGuard(g, this.#strings)
+  }
+  tryLockSync() {
+    const g = this.#native.tryLockSync()
+    return g === null ? null : new LockGuard(g, this.#strings)
+  }
+  /** The current holder's name, or `null`. */
+  async holder() {
+    const h = await this.#native.holder()
+    return this.#strings ? decode(h) : h
+  }
+  holderSync() {
+    const h = this.#native.holderSync()
+    return this.#strings ? decode(h) : h
+  }
+  /**
+   * Acquires the lock, reads `key`, calls `fn(oldValue)` (a Buffer or `null`; may return a
+   * Promise), writes its result with the fencing token (`null`/`undefined`: deletes the key),
+   * releases, and returns what was written. If `fn` throws, nothing is written.
+   */
+  async update(key, fn) {
+    key = args.bytes(key, 'key')
+    args.fn(fn, 'fn')
+    const txn = await this.#native.beginUpdate(key)
+    let value
+    try {
+      const old = txn.oldValue
+      value = updateValue(await fn(this.#strings ? decode(old) : old))
+    } catch (error) {
+      await txn.abort().catch(() => {})
+      throw error
+    }
+    const written = await txn.commit(value)
+    return this.#strings ? decode(written) : written
+  }
+  /** `update` for a synchronous `fn`, blocking. */
+  updateSync(key, fn) {
+    key = args.bytes(key, 'key')
+    args.fn(fn, 'fn')
+    const txn = this.#native.beginUpdateSync(key)
+    let value
+    try {
+      const old = txn.oldValue
+      value = updateValue(fn(this.#strings ? decode(old) : old))
+    } catch (error) {
+      try {
+        txn.abortSync()
+      } catch {}
+      throw error
+    }
+    const written = txn.commitSync(value)
+    return this.#strings ? decode(written) : written
+  }
+}
+
+function acquireResult(r, strings) {
+  const out = { acquired: r.acquired, fencingToken: r.fencingToken ?? null, holder: r.holder ?? null }
+  if (strings) out.holder = decode(out.holder)
+  return out
+}
+
+/** A lease on one key under one holder name. */
+class Lease {
+  #native
+  #strings
+  constructor(strings, client, key, holder, options) {
+    const { autoRenew } = args.options(options, 'options', ['autoRenew'])
+    this.#native = new native.NativeLease(client, args.bytes(key, 'key'), args.bytes(holder, 'holder'), args.boolean(autoRenew, 'options.autoRenew') ?? false)
+    this.#strings = strings
+  }
+  /** One attempt: `{ acquired, fencingToken, holder }`. */
+  async tryAcquire(options) {
+    const { ttl } = args.options(options, 'options', ['ttl'])
+    return acquireResult(await this.#native.tryAcquire(args.duration(ttl, 'options.ttl', { required: true })), this.#strings)
+  }
+  tryAcquireSync(options) {
+    const { ttl } = args.options(options, 'options', ['ttl'])
+    return acquireResult(this.#native.tryAcquireSync(args.duration(ttl, 'options.ttl', { required: true })), this.#strings)
+  }
+  /** Waits until acquired (or `options.timeout`): the fencing token. */
+  async acquire(options) {
+    const { ttl, timeout } = args.options(options, 'options', ['ttl', 'timeout'])
+    return this.#native.acquire(args.duration(ttl, 'options.ttl', { required: true }), args.duration(timeout, 'options.timeout'))
+  }
+  acquireSync(options) {
+    const { ttl, timeout } = args.options(options, 'options', ['ttl', 'timeout'])
+    return this.#native.acquireSync(args.duration(ttl, 'options.ttl', { required: true }), args.duration(timeout, 'options.timeout'))
+  }
+  async renew() {
+    return this.#native.renew()
+  }
+  renewSync() {
+    this.#native.renewSync()
+  }
+  /** Releases the lease if this holder has it: whether it did. */
+  async release() {
+    return this.#native.release()
+  }
+  releaseSync() {
+    return this.#native.releaseSync()
+  }
+  async holder() {
+    const h = await this.#native.holder()
+    return this.#strings ? decode(h) : h
+  }
+  holderSync() {
+    const h = this.#native.holderSync()
+    return this.#strings ? decode(h) : h
+  }
+  get fencingToken() {
+    return this.#native.fencingToken ?? null
+  }
+  get isHeld() {
+    return this.#native.isHeld
+  }
+  lossEvents() {
+    return lossEvents(this.#native.lossEvents(), this.#strings)
+  }
+}
+
+/** Leader election among candidates. */
+class Election {
+  #native
+  #strings
+  constructor(strings, client, name, candidate, options) {
+    const { ttl } = args.options(options, 'options', ['ttl'])
+    this.#native = new native.NativeElection(client, args.bytes(name, 'name'), args.bytes(candidate, 'candidate'), args.duration(ttl, 'options.ttl', { required: true }))
+    this.#strings = strings
+  }
+  /** Waits until elected (or `options.timeout`): the fencing token. */
+  async campaign(options) {
+    const { timeout } = args.options(options, 'options', ['timeout'])
+    return this.#native.campaign(args.duration(timeout, 'options.timeout'))
+  }
+  campaignSync(options) {
+    const { timeout } = args.options(options, 'options', ['timeout'])
+    return this.#native.campaignSync(args.duration(timeout, 'options.timeout'))
+  }
+  async tryCampaign() {
+    return acquireResult(await this.#native.tryCampaign(), this.#strings)
+  }
+  tryCampaignSync() {
+    return acquireResult(this.#native.tryCampaignSync(), this.#strings)
+  }
+  async resign() {
+    return this.#native.resign()
+  }
+  resignSync() {
+    this.#native.resignSync()
+  }
+  async leader() {
+    const h = await this.#native.leader()
+    return this.#strings ? decode(h) : h
+  }
+  leaderSync() {
+    const h = this.#native.leaderSync()
+    return this.#strings ? decode(h) : h
+  }
+  /** Leadership changes: `elected` events (leader in `holder`) and `vacant` events. */
+  observe() {
+    return new Observation(this.#native.observe(), this.#strings)
+  }
+  observeSync() {
+    return new Observation(this.#native.observeSync(), this.#strings)
+  }
+  get isLeader() {
+    return this.#native.isLeader
+  }
+  get fencingToken() {
+    return this.#native.fencingToken ?? null
+  }
+  lossEvents() {
+    return lossEvents(this.#native.lossEvents(), this.#strings)
+  }
+}
+
+const SET_OPTIONS = ['condition', 'expiry', 'fencingToken', 'persist', 'timeout']
+const DELETE_OPTIONS = ['fencingToken', 'timeout']
+const CONDITIONS = ['always', 'nx', 'nex']
+
+function setOptions(options) {
+  const o = args.options(options, 'options', SET_OPTIONS)
+  const condition = args.string(o.condition, 'options.condition')
+  if (condition !== undefined && !CONDITIONS.includes(condition)) {
+    const error = new TypeError(`The "options.condition" argument must be one of 'always', 'nx', 'nex'. Received '${condition}'`)
+    error.code = 'ERR_INVALID_ARG_VALUE'
+    throw error
+  }
+  return {
+    condition,
+    expiry: args.duration(o.expiry, 'options.expiry'),
+    fencingToken: args.token(o.fencingToken, 'options.fencingToken'),
+    persist: args.boolean(o.persist, 'options.persist'),
+    timeout: args.duration(o.timeout, 'options.timeout'),
+  }
+}
+
+function deleteOptions(options) {
+  const o = args.options(options, 'options', DELETE_OPTIONS)
+  return {
+    fencingToken: args.token(o.fencingToken, 'options.fencingToken'),
+    timeout: args.duration(o.timeout, 'options.timeout'),
+  }
+}
+
+function getTimeout(options) {
+  const o = args.options(options, 'options', ['timeout'])
+  return args.duration(o.timeout, 'options.timeout')
+}
+
+/**
+ * A state store client. Every operation is a Promise method with a blocking `…Sync` twin.
+ * Create one with `Client.connect(options)`, `Client.fromEnv()` or their Sync twins.
+ */
+class Client {
+  #native
+  #strings
+
+  /** @private use Client.connect / Client.connectSync */
+  constructor(n, strings) {
+    if (!(n instanceof native.NativeClient)) throw new TypeError('use Client.connect(), Client.connectSync() or Client.fromEnv() to create a client')
+    this.#native = n
+    this.#strings = strings
+  }
+
+  static async connect(options) {
+    const s = settings(options, 'options')
+    return new Client(await native.NativeClient.connect(s, false), returnsStrings(options))
+  }
+  static connectSync(options) {
+    const s = settings(options, 'options')
+    return new Client(native.NativeClient.connectSync(s, false), returnsStrings(options))
+  }
+  /** Connects with the `AIO_*` environment of an Azure IoT Operations pod; `overrides` win. */
+  static async fromEnv(overrides) {
+    const s = settings(overrides, 'overrides')
+    return new Client(await native.NativeClient.connect(s, true), returnsStrings(overrides))
+  }
+  static fromEnvSync(overrides) {
+    const s = settings(overrides, 'overrides')
+    return new Client(native.NativeClient.connectSync(s, true), returnsStrings(overrides))
+  }
+  /** The in-process local state store on a free port (see `statestore/testing`). */
+  static startLocalServer(options) {
+    return require('./testing.js').startLocalServer(options)
+  }
+  static startLocalServerSync(options) {
+    return require('./testing.js').startLocalServerSync(options)
+  }
+
+  get clientId() {
+    return this.#native.clientId
+  }
+  get isClosed() {
+    return this.#native.isClosed
+  }
+
+  /** Sets `key` to `value`: `{ applied, version }`. */
+  async set(key, value, options) {
+    return this.#native.set(args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options))
+  }
+  setSync(key, value, options) {
+    return this.#native.setSync(args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options))
+  }
+
+  /** `{ value, version }` or `null` when the key does not exist. */
+  async get(key, options) {
+    const r = await this.#native.get(args.bytes(key, 'key'), getTimeout(options))
+    return this.#value(r)
+  }
+  getSync(key, options) {
+    return this.#value(this.#native.getSync(args.bytes(key, 'key'), getTimeout(options)))
+  }
+  #value(r) {
+    if (r === null || r === undefined) return null
+    return { value: this.#strings ? decode(r.value) : r.value, version: r.version ?? null }
+  }
+
+  /** Deletes `key`: `{ deleted, outcome, version }`. */
+  async delete(key, options) {
+    return this.#native.delete(args.bytes(key, 'key'), deleteOptions(options))
+  }
+  deleteSync(key, options) {
+    return this.#native.deleteSync(args.bytes(key, 'key'), deleteOptions(options))
+  }
+  /** Deletes `key` only if it holds `value`. */
+  async vdel(key, value, options) {
+    return this.#native.vdel(args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options))
+  }
+  vdelSync(key, value, options) {
+    return this.#native.vdelSync(args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options))
+  }
+
+  /** Notifications of `key`: iterate with `for await`, or listen with `on('set', ...)`. */
+  observe(key) {
+    return new Observation(this.#native.observe(args.bytes(key, 'key')), this.#strings)
+  }
+  observeSync(key) {
+    return new Observation(this.#native.observeSync(args.bytes(key, 'key')), this.#strings)
+  }
+  /** Ends every observation of `key` on this client. */
+  async unobserve(key) {
+    return this.#native.unobserve(args.bytes(key, 'key'))
+  }
+  unobserveSync(key) {
+    this.#native.unobserveSync(args.bytes(key, 'key'))
+  }
+
+  /** The keys matching a glob `pattern` (`user:*`), fetched lazily page by page. */
+  keys(pattern) {
+    return new KeyIterator(this.#native.keys(args.bytes(pattern, 'pattern')), this.#strings)
+  }
+  /** Same as `keys`; iterate it with `for ... of` (blocking). */
+  keysSync(pattern) {
+    return this.keys(pattern)
+  }
+
+  /** A lease on `key` held under the name `holder`. */
+  lease(key, holder, options) {
+    return new Lease(this.#strings, this.#native, key, holder, options)
+  }
+  /** A lock object (`lock`, `tryLock`, `update`, `holder`). */
+  createLock(name, options) {
+    return new Lock(this.#strings, this.#native, name, options)
+  }
+  /** Waits for the lock `name`: the guard (`fencingToken`, `release()`). */
+  async lock(name, options) {
+    return this.createLock(name, options).lock()
+  }
+  lockSync(name, options) {
+    return this.createLock(name, options).lockSync()
+  }
+  /** One attempt at the lock `name`: the guard or `null`. */
+  async tryLock(name, options) {
+    return this.createLock(name, options).tryLock()
+  }
+  tryLockSync(name, options) {
+    return this.createLock(name, options).tryLockSync()
+  }
+  /** Leader election `name` as `candidate`. */
+  election(name, candidate, options) {
+    return new Election(this.#strings, this.#native, name, candidate, options)
+  }
+
+  /** Closes the client: calls in flight fail with STATESTORE_CLOSED, observations end. */
+  async close() {
+    return this.#native.close()
+  }
+  closeSync() {
+    this.#native.closeSync()
+  }
+}
+
+module.exports = { Client, Observation, KeyIterator, Lock, LockGuard, Lease, Election, ErrorCodes, ERROR_TABLE, compareVersions }

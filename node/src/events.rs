@@ -1,0 +1,142 @@
+//! `NativeEvents`: one stream of events (key notifications, leader changes, a lease loss),
+//! pulled with `next()`/`nextSync()` or pushed to a callback with `setSink()`.
+
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::{Buffer, Function, Object};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Env;
+use napi_derive::napi;
+
+use crate::bindings::{Event, EventStream};
+use crate::bridge::{self, buffer, millis};
+use crate::client::version;
+use crate::registry;
+
+/// Why a lease or lock was lost.
+#[napi(object)]
+pub struct JsLoss {
+    /// `'expired'`, `'takenOver'` or `'clientClosed'`.
+    pub reason: String,
+    pub holder: Option<Buffer>,
+    pub message: String,
+}
+
+/// One event, flat: which fields are set depends on `kind`.
+#[napi(object)]
+pub struct JsEvent {
+    /// `'set'`, `'delete'`, `'resynced'`, `'elected'`, `'vacant'` or `'lost'`.
+    pub kind: String,
+    pub key: Buffer,
+    pub value: Option<Buffer>,
+    pub version: Option<String>,
+    pub holder: Option<Buffer>,
+    pub loss: Option<JsLoss>,
+}
+
+pub(crate) fn js_loss(loss: &statestore::lease::Loss) -> JsLoss {
+    use statestore::lease::LossReason;
+    JsLoss {
+        reason: match loss.reason {
+            LossReason::Expired => "expired",
+            LossReason::TakenOver => "takenOver",
+            LossReason::ClientClosed => "clientClosed",
+        }
+        .to_string(),
+        holder: loss.holder.as_ref().map(buffer),
+        message: loss.to_string(),
+    }
+}
+
+fn js_event(event: Event) -> JsEvent {
+    JsEvent {
+        kind: event.kind.name().to_string(),
+        key: buffer(&event.key),
+        value: event.value.as_ref().map(buffer),
+        version: version(event.version),
+        holder: event.holder.as_ref().map(buffer),
+        loss: event.loss.as_ref().map(js_loss),
+    }
+}
+
+/// The callback of push mode. Weak: an observation never keeps the process alive. Held in a
+/// slot that `close()` and the environment's teardown empty, so no runtime thread calls into a
+/// torn-down environment.
+pub(crate) type SinkHandle = Sink;
+type Sink = ThreadsafeFunction<Event, (), JsEvent, napi::Status, false, true>;
+pub(crate) type SinkSlot = Arc<Mutex<Option<Sink>>>;
+
+#[napi]
+pub struct NativeEvents {
+    // Shared with the environment's registry (weakly): dropping the last strong reference
+    // closes the stream and stops the observation behind it.
+    stream: Arc<EventStream>,
+    sink: SinkSlot,
+}
+
+impl NativeEvents {
+    pub(crate) fn new(env: &Env, stream: EventStream) -> NativeEvents {
+        let sink: SinkSlot = Arc::default();
+        let stream = Arc::new(stream);
+        registry::add_stream(env, &stream, &sink);
+        NativeEvents { stream, sink }
+    }
+
+    pub(crate) fn from_observation(env: &Env, observation: statestore::Observation) -> NativeEvents {
+        Self::new(env, EventStream::from_observation(observation))
+    }
+}
+
+#[napi]
+impl NativeEvents {
+    /// The next event, or `null` when the stream has ended.
+    #[napi]
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        bridge::promise(env, self.stream.next_pending(), |_, event| Ok(event.map(js_event)))
+    }
+
+    /// The next event, waiting at most `timeout` ms (forever without one): `null` when the
+    /// wait timed out; throws `STATESTORE_CLOSED` when the stream has ended.
+    #[napi]
+    pub fn next_sync(&self, env: &Env, timeout: Option<f64>) -> napi::Result<Option<JsEvent>> {
+        let event = bridge::sync(env, self.stream.next_timeout(timeout.map(millis)))?;
+        Ok(event.map(js_event))
+    }
+
+    /// Push mode: every event goes to `callback` on the JavaScript thread.
+    #[napi]
+    pub fn set_sink(&self, callback: Function<JsEvent, ()>) -> napi::Result<()> {
+        let tsfn: Sink = callback
+            .build_threadsafe_function::<Event>()
+            .weak::<true>()
+            .callee_handled::<false>()
+            .build_callback(|ctx| Ok(js_event(ctx.value)))?;
+        *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(tsfn);
+        let slot = Arc::downgrade(&self.sink);
+        self.stream.set_sink(move |event| {
+            if let Some(slot) = slot.upgrade() {
+                if let Some(sink) = slot.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                    sink.call(event, ThreadsafeFunctionCallMode::NonBlocking);
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Ends the stream (pending `next()` calls resolve with `null`) and drops the callback.
+    #[napi]
+    pub fn close(&self) {
+        self.stream.close();
+        self.sink.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    #[napi(getter)]
+    pub fn is_closed(&self) -> bool {
+        self.stream.is_closed()
+    }
+
+    #[napi(getter)]
+    pub fn key(&self) -> Buffer {
+        buffer(self.stream.key())
+    }
+}

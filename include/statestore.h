@@ -14,7 +14,7 @@
  *     fprintf(stderr, "%s\n", statestore_last_error_message());
  * statestore_options_free(opts);
  * statestore_set(client, (const uint8_t *)"color", 5, (const uint8_t *)"blue", 4, NULL, NULL);
- * statestore_get(client, (const uint8_t *)"color", 5, 0, &v);   // v == NULL: absent
+ * statestore_get(client, (const uint8_t *)"color", 5, -1, &v);  // v == NULL: absent
  * statestore_value_free(v);
  * statestore_client_free(client);                                // closes, then frees
  * @endcode
@@ -63,12 +63,12 @@
  *   callback.
  * - PANICS. No Rust panic crosses into C: a bug in the library is caught at the boundary
  *   and reported as `STATESTORE_ERR_INTERNAL`.
- * - FORK. After `fork()`, a child must not use clients, locks, leases, elections or
- *   observations created by the parent (calls fail with `STATESTORE_ERR_RUNTIME`, or
- *   `STATESTORE_ERR_CLOSED` for the parent's observations); it may free them, and it may
- *   create and use new clients (the library starts its own threads again in the child).
- *   Callbacks of the parent's pending calls never run in the child. The parent is
- *   unaffected.
+ * - FORK. A process that forks keeps working: the parent is unaffected, and the child gets
+ *   fresh library threads on first use. In the child, handles created by the parent
+ *   (clients, locks, leases, elections, observations) cannot be used: their calls fail with
+ *   `STATESTORE_ERR_RUNTIME` (their connection belongs to the parent); the child may free
+ *   them (`statestore_client_free()` then closes nothing) and may connect and use clients
+ *   of its own. Do not rely on callbacks of calls the parent started running in the child.
  */
 
 

@@ -115,7 +115,7 @@ programs+=(test_cpp)
 echo "== run"
 vg=(valgrind --quiet --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite,indirect
     --suppressions=tests/c/valgrind.supp
-    --show-leak-kinds=definite,indirect --fair-sched=yes)
+    --show-leak-kinds=definite,indirect --fair-sched=yes --child-silent-after-fork=yes)
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=98"
 for name in "${programs[@]}"; do
   [ -x "$bin/$name" ] || continue
@@ -161,7 +161,7 @@ run "cmake app (C++) runs" 30 "$cmake_dir/build/app_cpp"
 # --- the README's program, compiled with the README's line
 if [ -f tests/c/readme_example.c ]; then
   run "README example builds" 60 bash -c "cc tests/c/readme_example.c -o '$bin/readme' \$(pkg-config --cflags --libs statestore) -Wl,-rpath,'$libdir'"
-  run "README example runs" 60 env STATESTORE_PORT="$port" "$bin/readme"
+  run "README example runs" 60 bash -c "'$bin/readme' $port | grep -q 'color = blue'"
 fi
 
 # --- shared scenarios

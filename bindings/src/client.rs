@@ -43,6 +43,8 @@ pub(crate) struct ClientState {
     calls: Mutex<Calls>,
     idle: Condvar,
     closing: AtomicBool,
+    /// The process the client was created in: its connection does not survive `fork()`.
+    pid: u32,
 }
 
 thread_local! {
@@ -87,6 +89,20 @@ impl ClientState {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Fails in a child process: the connection and its tasks belong to the parent.
+    // TODO(core): the async core Client could carry this check (blocking::Client has it), so
+    // that every binding gets it.
+    fn check_process(&self) -> Result<()> {
+        if self.pid != std::process::id() {
+            return Err(Error::Runtime(
+                "this client was created before fork() and its connection belongs to the parent \
+                 process: create a new client in the child"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn register(&self, canceller: Canceller) -> Result<u64> {
         let mut calls = self.lock_calls();
         if self.closing.load(Ordering::Acquire) {
@@ -121,6 +137,7 @@ impl ClientState {
         T: Send + 'static,
         F: Future<Output = Result<T>> + Send + 'static,
     {
+        self.check_process()?;
         if self.closing.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
@@ -150,7 +167,9 @@ impl ClientState {
     {
         let (pending, id) = {
             let mut calls = self.lock_calls();
-            let pending = if self.closing.load(Ordering::Acquire) {
+            let pending = if let Err(error) = self.check_process() {
+                Pending::ready(Err(error))
+            } else if self.closing.load(Ordering::Acquire) {
                 Pending::ready(Err(Error::Closed))
             } else {
                 Pending::spawn(future)
@@ -172,6 +191,7 @@ impl ClientState {
     /// (unless called from a callback, which would wait for itself) waits until every
     /// callback has run.
     fn close(&self) -> Result<()> {
+        self.check_process()?;
         let first = {
             let _calls = self.lock_calls();
             !self.closing.swap(true, Ordering::AcqRel)
@@ -203,6 +223,7 @@ fn new_client(client: Client) -> *mut statestore_client {
         calls: Mutex::default(),
         idle: Condvar::new(),
         closing: AtomicBool::new(false),
+        pid: std::process::id(),
     }))
 }
 
@@ -301,8 +322,9 @@ pub unsafe extern "C" fn statestore_client_free(
     client: *mut statestore_client,
 ) -> statestore_status {
     entry(|| match CLIENTS.remove(client, "client")? {
-        Some(state) => state.close(),
-        None => Ok(()),
+        // In a child after fork() there is nothing to close: the connection is the parent's.
+        Some(state) if state.check_process().is_ok() => state.close(),
+        _ => Ok(()),
     })
 }
 

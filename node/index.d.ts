@@ -1,0 +1,384 @@
+// Types of the `statestore` package (hand-written over the addon's generated native.d.ts;
+// test/types.test.mjs checks that every runtime method is declared here, and the examples
+// are type-checked with `tsc --noEmit --strict`).
+
+/// <reference types="node" />
+
+/** A key, value, pattern or name: a string (encoded as UTF-8) or bytes. */
+export type Bytes = string | Buffer | Uint8Array
+
+/**
+ * A version or fencing token: a hybrid logical clock in its text form
+ * `wallMs:counter:node` (e.g. `'001732363200000:00003:StateStore'`), zero-padded so that
+ * plain string comparison orders versions of one server; {@link compareVersions} orders any.
+ */
+export type Version = string
+
+/** Orders two versions or fencing tokens: negative, zero or positive. */
+export declare function compareVersions(a: Version, b: Version): number
+
+/** The `code` strings of errors, by core name: `ErrorCodes.TIMEOUT === 'STATESTORE_TIMEOUT'`. */
+export declare const ErrorCodes: Readonly<Record<ErrorName, ErrorCode>>
+
+/** Core's error table: name, numeric code, category and a one-line description of each code. */
+export declare const ERROR_TABLE: ReadonlyArray<{ name: ErrorName; code: number; category: ErrorCategory; description: string }>
+
+export type ErrorName =
+  | 'OK' | 'INVALID_ARGUMENT' | 'TIMEOUT' | 'CONNECTION_LOST' | 'CONNECTION' | 'UNEXPECTED_PAYLOAD'
+  | 'RPC' | 'CLOCK' | 'CLOSED' | 'RUNTIME' | 'NOT_HELD' | 'CANCELLED' | 'INTERNAL' | 'TIMESTAMP_SKEW'
+  | 'FENCING_TOKEN_REQUIRED' | 'FENCING_TOKEN_SKEW' | 'FENCING_TOKEN_LOWER_VERSION' | 'QUOTA_EXCEEDED'
+  | 'SYNTAX_ERROR' | 'NOT_AUTHORIZED' | 'UNKNOWN_COMMAND' | 'WRONG_NUMBER_OF_ARGUMENTS'
+  | 'MISSING_TIMESTAMP' | 'MALFORMED_TIMESTAMP' | 'KEY_LENGTH_ZERO' | 'UNKNOWN_SERVICE_ERROR'
+
+/** `'STATESTORE_' + name`, e.g. `'STATESTORE_TIMEOUT'`. */
+export type ErrorCode = `STATESTORE_${ErrorName}`
+
+export type ErrorCategory = 'ARGUMENT' | 'TIMEOUT' | 'CONNECTION' | 'SERVICE' | 'LEASE' | 'CLOSED' | 'RUNTIME' | 'INTERNAL'
+
+/**
+ * What every failed operation throws or rejects with: an `Error` with a stable string `code`.
+ * (Wrong argument types are `TypeError`s with Node's `ERR_INVALID_ARG_TYPE` code instead.)
+ */
+export interface StatestoreError extends Error {
+  /** `'STATESTORE_' + core name`, e.g. `'STATESTORE_TIMEOUT'`. */
+  code: ErrorCode
+  /** The numeric core code (same as `coreCode`). */
+  errno: number
+  /** The numeric core code. */
+  coreCode: number
+  category: ErrorCategory
+  /** The request may have been applied although it failed (timeout, lost connection). */
+  outcomeUnknown: boolean
+}
+
+/**
+ * Connection settings (durations in milliseconds). Every setting of the core, by its camelCase
+ * name; unknown names are a TypeError. Defaults: `localhost:1883`, plain TCP, no credentials.
+ */
+export interface ConnectOptions {
+  /** Broker host name or IP address (default `'localhost'`; `AIO_BROKER_HOSTNAME`). */
+  host?: string
+  /** Broker TCP port (default 1883; `AIO_BROKER_TCP_PORT`). */
+  port?: number | string
+  /** MQTT client id; a random `statestore-…` id when absent. */
+  clientId?: string
+  /** MQTT keep-alive, ms (default 60 s). */
+  keepAlive?: number
+  /** How long the broker keeps the session after a disconnect, ms (default 1 h). */
+  sessionExpiry?: number
+  /** Start with a clean session (default true). */
+  cleanStart?: boolean
+  /** TLS with the system's root certificates (implied by `caFile`). */
+  tls?: boolean
+  /** CA certificates (PEM) that validate the broker. */
+  caFile?: string
+  /** Client certificate chain (PEM), for X.509 client authentication. */
+  certFile?: string
+  /** Private key of the client certificate (PEM). */
+  keyFile?: string
+  /** Password file of an encrypted key (refused with a clear error: unsupported). */
+  keyPasswordFile?: string
+  /** MQTT username. */
+  username?: string
+  /** MQTT password. */
+  password?: string
+  /** File holding the MQTT password (read at each connection). */
+  passwordFile?: string
+  /** Kubernetes service-account token file (`K8S-SAT` enhanced authentication). */
+  satTokenFile?: string
+  /** How often the token file is checked for rotation, ms (default 10 s). */
+  satCheckInterval?: number
+  /** Timeout of calls that set none, and of connecting, ms (default 10 s). */
+  defaultTimeout?: number
+  /** First reconnect delay, ms (default 128 ms, doubling). */
+  reconnectInitialDelay?: number
+  /** Longest reconnect delay, ms (default 60 s). */
+  reconnectMaxDelay?: number
+  /** Largest MQTT packet accepted, bytes. */
+  maxPacketSize?: number
+  /** Return values, keys and names as UTF-8 strings instead of Buffers. */
+  returnStrings?: boolean
+}
+
+/** Options of `set` (durations in milliseconds). */
+export interface SetOptions {
+  /** `'always'` (default), `'nx'` (only if absent) or `'nex'` (absent or equal to the value). */
+  condition?: 'always' | 'nx' | 'nex'
+  /** The key expires after this many ms (at least 1). */
+  expiry?: number
+  /** Fencing token (from a lock) that the write must carry. */
+  fencingToken?: Version
+  /** Ask the service to keep the key across restarts (`aio-persistence`). */
+  persist?: boolean
+  /** Timeout of this call, ms. */
+  timeout?: number
+}
+
+/** Options of `delete` and `vdel`. */
+export interface DeleteOptions {
+  fencingToken?: Version
+  /** Timeout of this call, ms. */
+  timeout?: number
+}
+
+/** Options of `get`. */
+export interface GetOptions {
+  /** Timeout of this call, ms. */
+  timeout?: number
+}
+
+export interface SetResult {
+  /** Whether the SET was applied (false: its condition did not hold). */
+  applied: boolean
+  /** The key's new version: the fencing token when this SET took a lock. */
+  version: Version | null
+}
+
+export interface ValueResult<V = Buffer> {
+  value: V
+  version: Version | null
+}
+
+export interface DeleteResult {
+  deleted: boolean
+  outcome: 'deleted' | 'notFound' | 'valueMismatch'
+  version: Version | null
+}
+
+export interface Loss {
+  reason: 'expired' | 'takenOver' | 'clientClosed'
+  holder?: Buffer | null
+  message: string
+}
+
+/** One notification. Which fields are set depends on `kind`. */
+export interface StoreEvent<V = Buffer> {
+  /**
+   * `set` (value), `delete`, `resynced` (after a reconnect: the current value, or null),
+   * `elected` (holder: the leader), `vacant`, `lost` (loss).
+   */
+  kind: 'set' | 'delete' | 'resynced' | 'elected' | 'vacant' | 'lost'
+  key: V
+  value: V | null
+  version: Version | null
+  holder?: V
+  loss?: Loss
+}
+
+export interface ObservationEvents<V> {
+  set: [StoreEvent<V>]
+  delete: [StoreEvent<V>]
+  resynced: [StoreEvent<V>]
+  elected: [StoreEvent<V>]
+  vacant: [StoreEvent<V>]
+  lost: [StoreEvent<V>]
+  event: [StoreEvent<V>]
+  error: [StatestoreError]
+}
+
+/**
+ * A stream of events: `for await` over it, iterate it blocking (`for ... of`, `nextSync`), or
+ * listen with `on('set' | 'delete' | 'resynced' | 'event', fn)`. Adding a listener switches it
+ * to push mode (the iterators then get nothing new): use one style per stream. It ends when
+ * closed, unobserved, or when its client closes; it never keeps the process alive by itself.
+ */
+export declare class Observation<V = Buffer> implements AsyncIterableIterator<StoreEvent<V>>, Iterable<StoreEvent<V>> {
+  private constructor()
+  /** Resolves once registered with the service: no change made after it is missed. */
+  readonly ready: Promise<void>
+  /** Whether the stream has ended. */
+  readonly closed: boolean
+  next(): Promise<IteratorResult<StoreEvent<V>, undefined>>
+  return(): Promise<IteratorResult<StoreEvent<V>, undefined>>
+  [Symbol.asyncIterator](): this
+  /** Blocks for the next event: `null` after `timeout` ms without one; throws STATESTORE_CLOSED at the end. */
+  nextSync(options?: { timeout?: number }): StoreEvent<V> | null
+  [Symbol.iterator](): Iterator<StoreEvent<V>>
+  /** Ends the stream (idempotent). */
+  close(): void
+  on<K extends keyof ObservationEvents<V>>(event: K, listener: (...args: ObservationEvents<V>[K]) => void): this
+  once<K extends keyof ObservationEvents<V>>(event: K, listener: (...args: ObservationEvents<V>[K]) => void): this
+  off<K extends keyof ObservationEvents<V>>(event: K, listener: (...args: ObservationEvents<V>[K]) => void): this
+  addListener<K extends keyof ObservationEvents<V>>(event: K, listener: (...args: ObservationEvents<V>[K]) => void): this
+  removeListener<K extends keyof ObservationEvents<V>>(event: K, listener: (...args: ObservationEvents<V>[K]) => void): this
+  removeAllListeners(event?: keyof ObservationEvents<V>): this
+  listenerCount(event: keyof ObservationEvents<V>): number
+  emit<K extends keyof ObservationEvents<V>>(event: K, ...args: ObservationEvents<V>[K]): boolean
+}
+
+/** The keys matching a pattern, fetched page by page: `for await` (or blocking `for ... of`). */
+export declare class KeyIterator<V = Buffer> implements AsyncIterableIterator<V>, Iterable<V> {
+  private constructor()
+  next(): Promise<IteratorResult<V, undefined>>
+  [Symbol.asyncIterator](): this
+  [Symbol.iterator](): Iterator<V>
+}
+
+/** A held lock. */
+export declare class LockGuard<V = Buffer> {
+  private constructor()
+  /** Pass it as `fencingToken` to writes protected by the lock. */
+  readonly fencingToken: Version
+  readonly isHeld: boolean
+  readonly holderName: V
+  release(): Promise<void>
+  releaseSync(): void
+  renew(): Promise<void>
+  renewSync(): void
+  /** A stream with one `lost` event if the lock is lost while held. */
+  lossEvents(): Observation<V>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+export interface LockOptions {
+  /** Time to live of each holding, ms (renewed automatically while held). */
+  ttl: number
+  /** How long `lock()` waits, ms (default: forever). */
+  timeout?: number
+  /** Renew while held (default true). */
+  autoRenew?: boolean
+}
+
+/** A named lock. */
+export declare class Lock<V = Buffer> {
+  private constructor()
+  readonly name: V
+  /** Waits until acquired (or the timeout). */
+  lock(): Promise<LockGuard<V>>
+  lockSync(): LockGuard<V>
+  /** One attempt: `null` if someone else holds it. */
+  tryLock(): Promise<LockGuard<V> | null>
+  tryLockSync(): LockGuard<V> | null
+  /** The current holder's name, or null. */
+  holder(): Promise<V | null>
+  holderSync(): V | null
+  /**
+   * Acquire, read `key`, write `fn(old)` with the fencing token (`null`/`undefined` deletes),
+   * release; returns what was written. If `fn` throws, nothing is written.
+   */
+  update(key: Bytes, fn: (old: V | null) => Bytes | null | undefined | Promise<Bytes | null | undefined>): Promise<V | null>
+  updateSync(key: Bytes, fn: (old: V | null) => Bytes | null | undefined): V | null
+}
+
+export interface AcquireResult<V = Buffer> {
+  acquired: boolean
+  /** When acquired. */
+  fencingToken: Version | null
+  /** When not acquired: the holder, if known. */
+  holder: V | null
+}
+
+/** A lease on one key under one holder name. */
+export declare class Lease<V = Buffer> {
+  private constructor()
+  tryAcquire(options: { ttl: number }): Promise<AcquireResult<V>>
+  tryAcquireSync(options: { ttl: number }): AcquireResult<V>
+  /** Waits until acquired (or `timeout` ms): the fencing token. */
+  acquire(options: { ttl: number; timeout?: number }): Promise<Version>
+  acquireSync(options: { ttl: number; timeout?: number }): Version
+  renew(): Promise<void>
+  renewSync(): void
+  /** Releases it if this holder has it: whether it did. */
+  release(): Promise<boolean>
+  releaseSync(): boolean
+  holder(): Promise<V | null>
+  holderSync(): V | null
+  readonly fencingToken: Version | null
+  readonly isHeld: boolean
+  lossEvents(): Observation<V>
+}
+
+/** Leader election among candidates. */
+export declare class Election<V = Buffer> {
+  private constructor()
+  /** Waits until elected (or `timeout` ms): the fencing token. */
+  campaign(options?: { timeout?: number }): Promise<Version>
+  campaignSync(options?: { timeout?: number }): Version
+  tryCampaign(): Promise<AcquireResult<V>>
+  tryCampaignSync(): AcquireResult<V>
+  resign(): Promise<void>
+  resignSync(): void
+  leader(): Promise<V | null>
+  leaderSync(): V | null
+  /** `elected` (leader in `holder`) and `vacant` events; the first is the current state. */
+  observe(): Observation<V>
+  observeSync(): Observation<V>
+  readonly isLeader: boolean
+  readonly fencingToken: Version | null
+  lossEvents(): Observation<V>
+}
+
+/** A running local state store (from `statestore/testing`). */
+export interface LocalServer {
+  readonly host: string
+  readonly port: number
+  /** `{ host, port }` for `Client.connect`. */
+  readonly connectOptions: { host: string; port: number }
+  stop(): Promise<void>
+  stopSync(): void
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+export interface LocalServerOptions {
+  /** Listen port (default 0: a free one). */
+  port?: number
+  /** Most keys the store holds. */
+  maxKeys?: number
+  /** The one account clients must log in with. */
+  username?: string
+  password?: string
+  /** Attach to this MQTT 5 broker (`host:port`) instead of embedding one. */
+  broker?: string
+}
+
+type Value<O> = O extends { returnStrings: true } ? string : Buffer
+
+/**
+ * A state store client: every operation as a Promise method and a blocking `…Sync` twin.
+ * Safe to use from several async tasks at once (any number of calls in flight); each worker
+ * thread creates its own clients.
+ */
+export declare class Client<V = Buffer> {
+  private constructor()
+  static connect<O extends ConnectOptions = {}>(options?: O): Promise<Client<Value<O>>>
+  static connectSync<O extends ConnectOptions = {}>(options?: O): Client<Value<O>>
+  /** Connects with the `AIO_*` environment of an Azure IoT Operations pod; `overrides` win. */
+  static fromEnv<O extends ConnectOptions = {}>(overrides?: O): Promise<Client<Value<O>>>
+  static fromEnvSync<O extends ConnectOptions = {}>(overrides?: O): Client<Value<O>>
+  /** The in-process local state store on a free port (same as `statestore/testing`). */
+  static startLocalServer(options?: LocalServerOptions): Promise<LocalServer>
+  static startLocalServerSync(options?: LocalServerOptions): LocalServer
+
+  readonly clientId: string
+  readonly isClosed: boolean
+
+  set(key: Bytes, value: Bytes, options?: SetOptions): Promise<SetResult>
+  setSync(key: Bytes, value: Bytes, options?: SetOptions): SetResult
+  /** The value and version, or null when the key does not exist. */
+  get(key: Bytes, options?: GetOptions): Promise<ValueResult<V> | null>
+  getSync(key: Bytes, options?: GetOptions): ValueResult<V> | null
+  delete(key: Bytes, options?: DeleteOptions): Promise<DeleteResult>
+  deleteSync(key: Bytes, options?: DeleteOptions): DeleteResult
+  /** Deletes `key` only if it holds `value`. */
+  vdel(key: Bytes, value: Bytes, options?: DeleteOptions): Promise<DeleteResult>
+  vdelSync(key: Bytes, value: Bytes, options?: DeleteOptions): DeleteResult
+  /** Notifications of `key` (await `.ready` before relying on seeing a change). */
+  observe(key: Bytes): Observation<V>
+  observeSync(key: Bytes): Observation<V>
+  /** Ends every observation of `key` on this client. */
+  unobserve(key: Bytes): Promise<void>
+  unobserveSync(key: Bytes): void
+  /** Keys matching a glob pattern (`user:*`), lazily. */
+  keys(pattern: Bytes): KeyIterator<V>
+  keysSync(pattern: Bytes): KeyIterator<V>
+  lease(key: Bytes, holder: Bytes, options?: { autoRenew?: boolean }): Lease<V>
+  createLock(name: Bytes, options: LockOptions): Lock<V>
+  lock(name: Bytes, options: LockOptions): Promise<LockGuard<V>>
+  lockSync(name: Bytes, options: LockOptions): LockGuard<V>
+  tryLock(name: Bytes, options: LockOptions): Promise<LockGuard<V> | null>
+  tryLockSync(name: Bytes, options: LockOptions): LockGuard<V> | null
+  election(name: Bytes, candidate: Bytes, options: { ttl: number }): Election<V>
+  /** Calls in flight fail with STATESTORE_CLOSED, observations end. Idempotent. */
+  close(): Promise<void>
+  closeSync(): void
+}

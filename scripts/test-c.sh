@@ -97,7 +97,7 @@ bin="$work/bin"
 mkdir -p "$bin"
 dyn_flags=($(pkg-config --cflags statestore) -I tests/c)
 dyn_libs=($(pkg-config --libs statestore) -Wl,-rpath,"$libdir" -lpthread)
-static_libs=($(pkg-config --libs statestore-static) -lpthread)
+static_libs=($(pkg-config --static --libs statestore-static) -lpthread)
 programs=()
 for src in tests/c/test_*.c; do
   name="$(basename "$src" .c)"

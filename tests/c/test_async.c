@@ -97,6 +97,41 @@ static void on_set_then_get(void *user, statestore_status st, const char *msg, c
     waiter_add(&done);
 }
 
+/* A callback that closes and frees its own client: must neither deadlock nor crash. */
+typedef struct {
+    statestore_client *client;
+    statestore_status close_status, free_status;
+    int calls;
+} closer;
+
+static void on_set_then_close(void *user, statestore_status st, const char *msg, const statestore_set_result *res) {
+    closer *c = user;
+    (void)st;
+    (void)msg;
+    (void)res;
+    c->calls++;
+    c->close_status = statestore_close(c->client);
+    c->free_status = statestore_client_free(c->client);
+    waiter_add(&done);
+}
+
+static waiter later = WAITER_INIT;
+static void on_late(void *user, statestore_status st, const char *msg, const statestore_set_result *res) {
+    (void)msg;
+    (void)res;
+    *(statestore_status *)user = st;
+    waiter_add(&later);
+}
+
+/* Log records arrive through the callback. */
+static waiter lost_logged = WAITER_INIT;
+static void on_log(void *user, int32_t level, const char *target, const char *message) {
+    (void)user;
+    CHECK(level >= STATESTORE_LOG_ERROR && level <= STATESTORE_LOG_TRACE);
+    CHECK(target != NULL && message != NULL);
+    if (strstr(message, "lease lost") != NULL) waiter_add(&lost_logged);
+}
+
 int main(void) {
     test_deadline(60);
     main_thread = pthread_self();
@@ -185,6 +220,37 @@ int main(void) {
 
     OK(statestore_client_free(client));
     CHECK(never.calls == 0);
+
+    /* close and free from inside a callback, with another call still pending behind it */
+    closer c = {test_connect(), STATESTORE_OK, STATESTORE_OK, 0};
+    statestore_status late_status = STATESTORE_OK;
+    OK(statestore_set_async(c.client, K(k), K("x"), NULL, on_set_then_close, &c));
+    OK(statestore_set_async(c.client, K(k), K("y"), NULL, on_late, &late_status));
+    waiter_wait(&done, ++expected);
+    waiter_wait(&later, 1);
+    CHECK(c.calls == 1 && c.close_status == STATESTORE_OK && c.free_status == STATESTORE_OK);
+    CHECK(late_status == STATESTORE_OK || late_status == STATESTORE_ERR_CLOSED);
+
+    /* the log callback gets the library's records */
+    statestore_client *c2 = test_connect();
+    statestore_status logs = statestore_set_log_callback(STATESTORE_LOG_TRACE, on_log, NULL);
+    CHECK(logs == STATESTORE_OK || logs == STATESTORE_ERR_RUNTIME);
+    if (logs == STATESTORE_OK) {
+        /* closing a client that holds a lease logs the loss at debug level */
+        statestore_client *logged = test_connect();
+        statestore_lease *lease = NULL;
+        char lease_key[128];
+        test_key(lease_key, sizeof lease_key, "logged-lease");
+        OK(statestore_lease_new(logged, K(lease_key), K("me"), &lease));
+        OK(statestore_lease_acquire(lease, 10000, 10000, NULL));
+        OK(statestore_close(logged));
+        waiter_wait(&lost_logged, 1); /* the program's deadline bounds the wait */
+        OK(statestore_set_log_callback(STATESTORE_LOG_TRACE, NULL, NULL));
+        OK(statestore_lease_free(lease));
+        OK(statestore_client_free(logged));
+        OK(statestore_delete(c2, K(lease_key), NULL, NULL));
+    }
+    OK(statestore_client_free(c2));
     puts("test_async: ok");
     return 0;
 }

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use pyo3::prelude::*;
 use statestore::bindings::EventStream;
 use statestore::lease::{
-    AcquireOutcome, Election as CoreElection, Lease as CoreLease, Lock as CoreLock,
+    AcquireOutcome, Election as CoreElection, Lease as CoreLease, LeaseState, Lock as CoreLock,
     LockGuard as CoreGuard, UpdateTxn,
 };
 use statestore::{Error, Result};
@@ -16,7 +16,7 @@ use crate::call::{spawn, Call};
 use crate::client::{out_bytes, Client};
 use crate::convert::{bytes_arg, secs_arg, Version};
 use crate::errors::to_py;
-use crate::events::Observation;
+use crate::events::{Loss, Observation};
 
 /// One acquisition attempt: `acquired`, the `fencing_token` if so, else the current `holder`.
 #[pyclass(frozen, get_all, module = "statestore._native")]
@@ -85,6 +85,14 @@ fn raise<T>(result: Result<T>) -> PyResult<T> {
     result.map_err(|e| Python::attach(|py| to_py(py, &e)))
 }
 
+fn state_name(state: &LeaseState) -> &'static str {
+    match state {
+        LeaseState::Held { .. } => "held",
+        LeaseState::Lost(_) => "lost",
+        _ => "not_held",
+    }
+}
+
 fn loss_stream(lease: &CoreLease, decode: bool) -> Observation {
     Observation {
         stream: EventStream::from_lease_loss(lease),
@@ -146,6 +154,22 @@ impl Lease {
     #[getter]
     fn fencing_token(&self) -> Option<Version> {
         self.lease.fencing_token().map(Version)
+    }
+
+    /// `"not_held"`, `"held"` or `"lost"`.
+    #[getter]
+    fn state(&self) -> &'static str {
+        state_name(&self.lease.state())
+    }
+
+    /// Why the last holding was lost (state `"lost"`), else `None`.
+    #[getter]
+    fn loss(&self, py: Python<'_>) -> PyResult<Option<Loss>> {
+        self.lease
+            .state()
+            .loss()
+            .map(|l| crate::events::loss(py, l, self.decode))
+            .transpose()
     }
 
     fn try_acquire(&self, ttl: &Bound<'_, PyAny>) -> PyResult<Call> {

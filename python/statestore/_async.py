@@ -13,7 +13,7 @@ from . import _native
 from ._aio import wait
 from ._common import BytesLike, Condition, condition_name
 from ._lifecycle import track
-from ._errors import ClosedError
+from ._errors import ClosedError, TimeoutError
 from ._native import AcquireResult, DeleteResult, Event, Loss, SetResult, Value, Version
 from ._timing import Seconds
 
@@ -231,7 +231,7 @@ async def _lost(stream: _native.Observation, timeout: Optional[Seconds]) -> Opti
         try:
             event = await (call if timeout is None else asyncio.wait_for(call, _seconds(timeout)))
         except asyncio.TimeoutError:
-            return None
+            raise TimeoutError(f"still held after {timeout} s") from None
     finally:
         stream.close()
     return None if event is None else event.loss
@@ -258,6 +258,16 @@ class AsyncLease:
     @property
     def fencing_token(self) -> Optional[Version]:
         return self._native.fencing_token
+
+    @property
+    def state(self) -> str:
+        """``"not_held"``, ``"held"`` or ``"lost"``."""
+        return self._native.state
+
+    @property
+    def loss(self) -> Optional[Loss]:
+        """Why the last holding was lost (state ``"lost"``)."""
+        return self._native.loss
 
     @property
     def auto_renew(self) -> bool:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator, List, Optional, Type, Union
 from . import _native
 from ._common import BytesLike, Condition, condition_name
 from ._lifecycle import track
-from ._errors import ClosedError
+from ._errors import ClosedError, TimeoutError
 from ._native import AcquireResult, DeleteResult, Event, Loss, SetResult, Value, Version
 from ._timing import Seconds
 
@@ -200,11 +200,13 @@ class Observation:
 def _lost(stream: _native.Observation, timeout: Optional[Seconds]) -> Optional[Loss]:
     try:
         event = stream.next(timeout)
-    except ClosedError:  # released, not lost
+    except ClosedError:  # released (or never held), not lost
         return None
     finally:
         stream.close()
-    return None if event is None else event.loss
+    if event is None:
+        raise TimeoutError(f"still held after {timeout} s")
+    return event.loss
 
 
 class Lease:
@@ -230,6 +232,16 @@ class Lease:
     def fencing_token(self) -> Optional[Version]:
         """The current holding's fencing token."""
         return self._native.fencing_token
+
+    @property
+    def state(self) -> str:
+        """``"not_held"``, ``"held"`` or ``"lost"``."""
+        return self._native.state
+
+    @property
+    def loss(self) -> Optional[Loss]:
+        """Why the last holding was lost (state ``"lost"``)."""
+        return self._native.loss
 
     @property
     def auto_renew(self) -> bool:
@@ -260,7 +272,7 @@ class Lease:
 
     def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss]:
         """Waits until the current holding is lost and says why; ``None`` if it was released
-        instead, or if ``timeout`` passed."""
+        instead (or never held); ``statestore.TimeoutError`` if still held after ``timeout``."""
         return _lost(self._native.loss_events(), timeout)
 
 

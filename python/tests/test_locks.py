@@ -1,0 +1,219 @@
+"""Locks, leases and elections, contended by threads and by asyncio tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+import statestore
+from statestore import AsyncClient, Client
+from statestore.testing import LocalStateStore
+
+WORKERS = 8
+ROUNDS = 5
+
+
+def test_lock_with_fencing(client: Client, key: str) -> None:
+    with client.lock(key + "/lock", ttl=10.0) as guard:
+        assert guard.held and isinstance(guard.fencing_token, statestore.Version)
+        client.set(key, "done", fencing_token=guard.fencing_token)
+        assert client.lock(key + "/lock").try_acquire() is None
+        assert client.lock(key + "/lock").holder() == guard.holder_name
+    assert not guard.held
+    assert client.lock(key + "/lock").holder() is None
+
+
+def test_lock_timeout(client: Client, key: str) -> None:
+    with client.lock(key, ttl=10.0):
+        with pytest.raises(statestore.TimeoutError) as info:
+            client.lock(key, ttl=10.0, timeout=0.3).acquire()
+        assert isinstance(info.value, TimeoutError)
+
+
+def test_threads_contend(server: LocalStateStore, key: str) -> None:
+    holders = 0
+    most = 0
+    mutex = threading.Lock()
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        nonlocal holders, most
+        try:
+            with server.client() as c:
+                lock = c.lock(key + "/lock", ttl=10.0)
+                for _ in range(ROUNDS):
+                    with lock as guard:
+                        with mutex:
+                            holders += 1
+                            most = max(most, holders)
+                        old = c.get(key)
+                        n = int(old.value) if old else 0
+                        c.set(key, str(n + 1), fencing_token=guard.fencing_token)
+                        with mutex:
+                            holders -= 1
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(WORKERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(50)
+    assert not errors, errors
+    assert most == 1
+    with server.client() as c:
+        assert c.get(key).value == str(WORKERS * ROUNDS).encode()  # type: ignore[union-attr]
+
+
+async def test_tasks_contend(server: LocalStateStore, key: str) -> None:
+    holders = 0
+    most = 0
+
+    async def work(c: AsyncClient) -> None:
+        nonlocal holders, most
+        for _ in range(ROUNDS):
+            async with c.lock(key + "/lock", ttl=10.0) as guard:
+                holders += 1
+                most = max(most, holders)
+                old = await c.get(key)
+                await asyncio.sleep(0)  # let the others run while we hold it
+                n = int(old.value) if old else 0
+                await c.set(key, str(n + 1), fencing_token=guard.fencing_token)
+                holders -= 1
+
+    clients = [await server.async_client() for _ in range(WORKERS)]
+    try:
+        await asyncio.gather(*(work(c) for c in clients))
+    finally:
+        for c in clients:
+            await c.close()
+    assert most == 1
+    async with await server.async_client() as c:
+        assert (await c.get(key)).value == str(WORKERS * ROUNDS).encode()  # type: ignore[union-attr]
+
+
+def test_update_from_threads(server: LocalStateStore, key: str) -> None:
+    def work() -> None:
+        with server.client() as c:
+            for _ in range(3):
+                c.lock(key + "/lock", ttl=10.0).update(key, lambda old: str(int(old or 0) + 1))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(50)
+    with server.client() as c:
+        assert c.get(key).value == b"12"  # type: ignore[union-attr]
+        assert c.lock(key + "/lock").update(key, lambda old: None) is None
+        assert c.get(key) is None
+
+
+def test_update_fn_raises_releases(client: Client, key: str) -> None:
+    lock = client.lock(key + "/lock", ttl=10.0)
+
+    def boom(old: object) -> bytes:
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        lock.update(key, boom)
+    assert lock.holder() is None
+    assert client.get(key) is None
+
+
+async def test_async_update(aclient: AsyncClient, key: str) -> None:
+    lock = aclient.lock(key + "/lock", ttl=10.0)
+
+    async def bump(old: bytes | None) -> bytes:
+        return str(int(old or 0) + 1).encode()
+
+    assert await lock.update(key, bump) == b"1"
+    assert await lock.update(key, lambda old: b"x" + old) == b"x1"
+
+
+def test_lease(client: Client, key: str) -> None:
+    lease = client.lease(key, "me")
+    assert lease.state == "not_held" and lease.holder() is None
+    got = lease.try_acquire(10.0)
+    assert got.acquired and got.fencing_token == lease.fencing_token and lease.held
+    other = client.lease(key, "you")
+    busy = other.try_acquire(10.0)
+    assert not busy and busy.holder == b"me"
+    with pytest.raises(statestore.TimeoutError):
+        other.acquire(10.0, timeout=0.3)
+    lease.renew()
+    assert lease.fencing_token == got.fencing_token
+    assert lease.release() is True
+    assert lease.lost(timeout=1) is None
+    assert other.acquire(10.0) is not None
+    other.release()
+    with pytest.raises(statestore.NotHeldError):
+        lease.renew()
+
+
+def test_lease_loss_by_expiry(client: Client, key: str) -> None:
+    lease = client.lease(key, "me")
+    lease.acquire(0.3)
+    loss = lease.lost(timeout=10)
+    assert loss is not None and loss.reason == "expired" and lease.state == "lost"
+    assert lease.loss is not None and lease.loss.reason == "expired"
+
+
+def test_lease_still_held_times_out(client: Client, key: str) -> None:
+    lease = client.lease(key, "me", auto_renew=True)
+    lease.acquire(10.0)
+    with pytest.raises(statestore.TimeoutError):
+        lease.lost(timeout=0.2)
+    lease.release()
+
+
+def test_lease_loss_on_close(server: LocalStateStore, key: str) -> None:
+    c = server.client()
+    lease = c.lease(key, "me", auto_renew=True)
+    lease.acquire(10.0)
+    waiter: list[object] = []
+    t = threading.Thread(target=lambda: waiter.append(lease.lost(timeout=10)))
+    t.start()
+    c.close()
+    t.join(10)
+    assert waiter and waiter[0].reason == "client_closed"  # type: ignore[attr-defined]
+
+
+async def test_async_lease_loss(aclient: AsyncClient, key: str) -> None:
+    lease = aclient.lease(key, "me")
+    await lease.acquire(0.3)
+    loss = await lease.lost(timeout=10)
+    assert loss is not None and loss.reason == "expired"
+
+
+def test_election(server: LocalStateStore, key: str) -> None:
+    with server.client() as a, server.client() as b:
+        ea = a.election(key, "a", 10.0)
+        eb = b.election(key, "b", 10.0)
+        with ea.observe() as changes:
+            assert changes.next(timeout=10).kind == "vacant"  # type: ignore[union-attr]
+            ea.campaign()
+            assert ea.is_leader and eb.leader() == b"a"
+            elected = changes.next(timeout=10)
+            assert elected is not None and elected.kind == "elected" and elected.holder == b"a"
+            assert not eb.try_campaign().acquired
+            with pytest.raises(statestore.TimeoutError):
+                eb.campaign(timeout=0.3)
+            ea.resign()
+            assert eb.campaign(timeout=10) is not None
+            kinds = set()
+            while "elected" not in kinds or eb.leader() != b"b":
+                event = changes.next(timeout=10)
+                assert event is not None
+                kinds.add(event.kind)
+            eb.resign()
+
+
+async def test_async_election(aclient: AsyncClient, key: str) -> None:
+    e = aclient.election(key, "me", 10.0)
+    token = await e.campaign(timeout=10)
+    assert e.fencing_token == token and await e.leader() == b"me"
+    await e.resign()
+    assert await e.lost(timeout=1) is None

@@ -1,0 +1,193 @@
+"""Every operation of both clients against the in-process state store."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+import statestore
+from statestore import AsyncClient, Client, Condition, Version
+
+
+def test_set_get_delete(client: Client, key: str) -> None:
+    r = client.set(key, "blue")
+    assert r.applied and isinstance(r.version, Version) and r
+    v = client.get(key)
+    assert v is not None and v.value == b"blue" and v.version == r.version
+    assert v.decode() == "blue"
+    d = client.delete(key)
+    assert d.outcome == "deleted" and d.deleted
+    assert client.get(key) is None
+    assert client.delete(key).outcome == "not_found"
+
+
+async def test_async_set_get_delete(aclient: AsyncClient, key: str) -> None:
+    r = await aclient.set(key, "blue")
+    assert r.applied
+    v = await aclient.get(key)
+    assert v is not None and v.value == b"blue" and v.version == r.version
+    assert (await aclient.delete(key)).deleted
+    assert await aclient.get(key) is None
+
+
+@pytest.mark.parametrize("value", ["text é", b"\x00\xff", bytearray(b"ba"), memoryview(b"mv")])
+def test_every_bytes_type(client: Client, key: str, value: object) -> None:
+    client.set(key, value)  # type: ignore[arg-type]
+    got = client.get(key)
+    expected = value.encode() if isinstance(value, str) else bytes(value)  # type: ignore[call-overload]
+    assert got is not None and got.value == expected
+    client.set(memoryview(key.encode()), b"x")
+    assert client.get(bytearray(key.encode())).value == b"x"  # type: ignore[union-attr]
+
+
+def test_conditions(client: Client, key: str) -> None:
+    assert client.set(key, "me", condition=Condition.NX).applied
+    assert not client.set(key, "you", condition=Condition.NX).applied
+    assert client.set(key, "me", condition=Condition.NEX).applied
+    assert not client.set(key, "you", condition="nex").applied
+    assert client.get(key).value == b"me"  # type: ignore[union-attr]
+
+
+def test_vdel(client: Client, key: str) -> None:
+    client.set(key, "me")
+    assert client.vdel(key, "you").outcome == "value_mismatch"
+    assert client.vdel(key, "me").deleted
+    assert client.vdel(key, "me").outcome == "not_found"
+
+
+def test_expiry_seconds_and_timedelta(client: Client, key: str) -> None:
+    with client.observe(key) as obs:
+        client.set(key, "a", expiry=0.2)
+        assert obs.next(timeout=10).kind == "set"  # type: ignore[union-attr]
+        event = obs.next(timeout=10)
+        assert event is not None and event.kind == "delete"
+    assert client.get(key) is None
+    client.set(key, "b", expiry=datetime.timedelta(minutes=1))
+    assert client.get(key) is not None
+
+
+def test_fencing_and_persist(client: Client, key: str) -> None:
+    lock = client.set(key + "/lock", "me", condition=Condition.NX, expiry=10)
+    token = lock.version
+    assert token is not None
+    client.set(key, "v1", fencing_token=token, persist=True)
+    with pytest.raises(statestore.FencingTokenRequiredError) as info:
+        client.set(key, "v2")
+    assert isinstance(info.value, statestore.ServiceError) and info.value.code == 101
+    older = Version("000000000000001:00000:x")
+    with pytest.raises(statestore.FencingTokenLowerVersionError):
+        client.set(key, "v3", fencing_token=older)
+    with pytest.raises(statestore.FencingTokenLowerVersionError):
+        client.delete(key, fencing_token=older)
+    assert client.delete(key, fencing_token=str(token)).deleted
+
+
+def test_keys(client: Client, key: str) -> None:
+    for i in range(30):
+        client.set(f"{key}:{i:02}", "x")
+    client.set(f"{key}-other", "x")
+    found = sorted(client.keys(f"{key}:*"))
+    assert found == [f"{key}:{i:02}".encode() for i in range(30)]
+
+
+async def test_async_keys(aclient: AsyncClient, key: str) -> None:
+    await aclient.set(f"{key}:a", "x")
+    await aclient.set(f"{key}:b", "x")
+    assert sorted([k async for k in aclient.keys(f"{key}:*")]) == [f"{key}:a".encode(), f"{key}:b".encode()]
+
+
+def test_decode_responses(server: statestore.testing.LocalStateStore, key: str) -> None:
+    with Client.connect(server.host, server.port, decode_responses=True) as c:
+        c.set(key, "é")
+        v = c.get(key)
+        assert v is not None and v.value == "é"
+        assert list(c.keys(key)) == [key]
+
+
+def test_timeouts(client: Client, key: str) -> None:
+    assert client.get(key, timeout=5.0) is None
+    assert client.set(key, "x", timeout=datetime.timedelta(seconds=5)).applied
+    with pytest.raises(statestore.InvalidArgumentError):
+        client.get(key, timeout=0)
+
+
+def test_versions_are_ordered_hashable_values(client: Client, key: str) -> None:
+    a = client.set(key, "1").version
+    b = client.set(key, "2").version
+    assert a is not None and b is not None
+    assert a < b and b > a and a != b and a <= a
+    assert Version(str(a)) == a and hash(Version(str(a))) == hash(a)
+    assert len({a, b, Version(str(a))}) == 2
+    assert repr(a).startswith("Version(") and a.node and a.wall_ms > 0
+    import pickle
+
+    assert pickle.loads(pickle.dumps(a)) == a
+    with pytest.raises(ValueError):
+        Version("not a version")
+    with pytest.raises(AttributeError):
+        a.counter = 3  # type: ignore[misc]
+
+
+def test_connect_options(server: statestore.testing.LocalStateStore) -> None:
+    with Client.connect(
+        server.host,
+        server.port,
+        client_id="py-options",
+        keep_alive=datetime.timedelta(seconds=30),
+        default_timeout=5,
+        clean_start=True,
+    ) as c:
+        assert c.client_id == "py-options"
+    names = {o[0] for o in statestore.CONNECT_OPTIONS}
+    assert {"tls", "ca_file", "password", "sat_token_file", "default_timeout"} <= names
+    with pytest.raises(statestore.InvalidArgumentError, match="no_such"):
+        Client.connect(server.host, server.port, no_such=1)
+    with pytest.raises(statestore.InvalidArgumentError):
+        Client.connect(server.host, server.port, keep_alive=1)
+    with pytest.raises(TypeError, match="keep_alive"):
+        Client.connect(server.host, server.port, keep_alive=[1])
+
+
+def test_connection_refused() -> None:
+    with pytest.raises(statestore.ConnectionError) as info:
+        Client.connect("127.0.0.1", 1, default_timeout=2)
+    assert isinstance(info.value, ConnectionError)  # the builtin, too
+
+
+def test_from_env(server: statestore.testing.LocalStateStore, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    monkeypatch.setenv("AIO_BROKER_HOSTNAME", server.host)
+    monkeypatch.setenv("AIO_BROKER_TCP_PORT", str(server.port))
+    monkeypatch.setenv("AIO_MQTT_USE_TLS", "false")
+    with Client.from_env() as c:
+        assert c.set(key, "env").applied
+
+
+async def test_async_from_env(server: statestore.testing.LocalStateStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIO_BROKER_HOSTNAME", server.host)
+    monkeypatch.setenv("AIO_BROKER_TCP_PORT", str(server.port))
+    monkeypatch.setenv("AIO_MQTT_USE_TLS", "false")
+    async with await AsyncClient.from_env() as c:
+        assert not c.closed
+    assert c.closed
+
+
+def test_close_is_idempotent_and_final(server: statestore.testing.LocalStateStore, key: str) -> None:
+    c = server.client()
+    c.close()
+    c.close()
+    assert c.closed
+    with pytest.raises(statestore.ClosedError):
+        c.get(key)
+
+
+def test_testing_fixture(statestore_server: statestore.testing.LocalStateStore, key: str) -> None:
+    with statestore_server.client() as c:
+        assert c.set(key, "x").applied
+
+
+def test_quota(key: str) -> None:
+    with statestore.testing.LocalStateStore(max_keys=1) as s, s.client() as c:
+        c.set(key, "1")
+        with pytest.raises(statestore.QuotaExceededError):
+            c.set(key + "2", "2")

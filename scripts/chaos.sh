@@ -30,9 +30,14 @@ writers=tests/chaos/writers
 c_lib_dir="$target_dir/debug"
 if [ -f include/statestore.h ] && cargo build --quiet -p statestore-c 2>/dev/null \
     && ls "$c_lib_dir"/libstatestore.so >/dev/null 2>&1 && [ -f "$writers/writer.c" ]; then
-  mkdir -p "$target_dir/chaos"
+  # The library's soname is libstatestore.so.0 (scripts/install-c.sh makes the link; the
+  # writer links against the freshly built one).
+  lib="$target_dir/chaos/lib"
+  mkdir -p "$lib"
+  ln -sf "$(cd "$c_lib_dir" && pwd)/libstatestore.so" "$lib/libstatestore.so.0"
+  ln -sf "$(cd "$c_lib_dir" && pwd)/libstatestore.so" "$lib/libstatestore.so"
   if gcc -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude "$writers/writer.c" \
-      -L"$c_lib_dir" -Wl,-rpath,"$(cd "$c_lib_dir" && pwd)" -lstatestore -lpthread \
+      -L"$lib" -Wl,-rpath,"$(cd "$lib" && pwd)" -lstatestore -lpthread \
       -o "$target_dir/chaos/writer-c" 2>"$target_dir/chaos/writer-c.build.log"; then
     flags+=(--writer "c=$target_dir/chaos/writer-c")
   else
@@ -45,6 +50,11 @@ fi
 # Python: the package importable by the interpreter scripts/test-python.sh installs into
 # (CHAOS_PYTHON overrides).
 python="${CHAOS_PYTHON:-}"
+# An in-place build (maturin develop, or the extension copied next to the package) is found
+# through PYTHONPATH.
+if ls python/statestore/_native*.so >/dev/null 2>&1; then
+  export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+fi
 if [ -z "$python" ]; then
   for candidate in python/.venv/bin/python target/python-venv/bin/python python3; do
     if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import statestore; statestore.Client; statestore.AsyncClient' >/dev/null 2>&1; then

@@ -1,0 +1,81 @@
+// Locks contended by 8 concurrent holders (8 clients): never two holders at once, and a
+// counter written with the fencing token ends exact.
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+
+import { Client } from 'statestore'
+import { startLocalServer, unique } from './helpers.mjs'
+
+const T = { timeout: 90_000 }
+const HOLDERS = 8
+const ROUNDS = 5
+let server
+let clients = []
+
+before(async () => {
+  server = await startLocalServer()
+  clients = await Promise.all(Array.from({ length: HOLDERS }, () => Client.connect(server.connectOptions)))
+})
+
+after(async () => {
+  await Promise.all(clients.map((c) => c.close()))
+  await server?.stop()
+})
+
+test('8 holders: never two at once, fenced counter exact', T, async () => {
+  const name = unique('contended')
+  const key = unique('counter')
+  let holding = 0
+  let most = 0
+  await Promise.all(
+    clients.map(async (client) => {
+      const lock = client.createLock(name, { ttl: 10_000, timeout: 60_000 })
+      for (let i = 0; i < ROUNDS; i++) {
+        const guard = await lock.lock()
+        holding += 1
+        most = Math.max(most, holding)
+        try {
+          const old = await client.get(key)
+          const n = old === null ? 0 : Number(old.value.toString())
+          // Yield to the event loop so that another holder would have a chance to interleave.
+          await new Promise((r) => setImmediate(r))
+          await client.set(key, String(n + 1), { fencingToken: guard.fencingToken })
+        } finally {
+          holding -= 1
+          await guard.release()
+        }
+      }
+    }),
+  )
+  assert.equal(most, 1, 'two holders at once')
+  assert.equal((await clients[0].get(key)).value.toString(), String(HOLDERS * ROUNDS))
+})
+
+test('8 holders through update(): counter exact', T, async () => {
+  const name = unique('updating')
+  const key = unique('updated')
+  await Promise.all(
+    clients.map(async (client) => {
+      const lock = client.createLock(name, { ttl: 10_000, timeout: 60_000 })
+      for (let i = 0; i < ROUNDS; i++) {
+        await lock.update(key, async (old) => {
+          await new Promise((r) => setImmediate(r))
+          return String(Number(old?.toString() ?? '0') + 1)
+        })
+      }
+    }),
+  )
+  assert.equal((await clients[0].get(key)).value.toString(), String(HOLDERS * ROUNDS))
+})
+
+test('a write with a stale fencing token is refused', T, async () => {
+  const name = unique('stale')
+  const key = unique('stale-key')
+  const first = await clients[0].lock(name, { ttl: 10_000 })
+  await clients[0].set(key, 'one', { fencingToken: first.fencingToken })
+  await first.release()
+  const second = await clients[1].lock(name, { ttl: 10_000 })
+  await clients[1].set(key, 'two', { fencingToken: second.fencingToken })
+  await assert.rejects(clients[0].set(key, 'late', { fencingToken: first.fencingToken }), { code: 'STATESTORE_FENCING_TOKEN_LOWER_VERSION' })
+  await second.release()
+})

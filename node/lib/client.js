@@ -526,20 +526,24 @@ class Client {
 
   static async connect(options) {
     const s = settings(options, 'options')
-    return new Client(await native.NativeClient.connect(s, false), returnsStrings(options))
+    const strings = returnsStrings(options)
+    return new Client(await native.NativeClient.connect(s, false), strings)
   }
   static connectSync(options) {
     const s = settings(options, 'options')
-    return new Client(native.NativeClient.connectSync(s, false), returnsStrings(options))
+    const strings = returnsStrings(options)
+    return new Client(native.NativeClient.connectSync(s, false), strings)
   }
   /** Connects with the `AIO_*` environment of an Azure IoT Operations pod; `overrides` win. */
   static async fromEnv(overrides) {
     const s = settings(overrides, 'overrides')
-    return new Client(await native.NativeClient.connect(s, true), returnsStrings(overrides))
+    const strings = returnsStrings(overrides)
+    return new Client(await native.NativeClient.connect(s, true), strings)
   }
   static fromEnvSync(overrides) {
     const s = settings(overrides, 'overrides')
-    return new Client(native.NativeClient.connectSync(s, true), returnsStrings(overrides))
+    const strings = returnsStrings(overrides)
+    return new Client(native.NativeClient.connectSync(s, true), strings)
   }
   /** The in-process local state store on a free port (see `statestore/testing`). */
   static startLocalServer(options) {

@@ -1,0 +1,203 @@
+// Bad input of every kind (TypeErrors naming the parameter, core's INVALID_ARGUMENT for bad
+// values, never a crash) and timeouts (a broker with no state store behind it).
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import { createRequire } from 'node:module'
+import { after, before, describe, test } from 'node:test'
+
+import { Client, ERROR_TABLE, ErrorCodes } from 'statestore'
+import { deadline, freePort, startLocalServer, startMosquitto, unique } from './helpers.mjs'
+
+const T = { timeout: 30_000 }
+let server
+let client
+
+before(async () => {
+  server = await startLocalServer()
+  client = await Client.connect(server.connectOptions)
+})
+after(async () => {
+  await client?.close()
+  await server?.stop()
+})
+
+const notBytes = [5, null, undefined, {}, [], true, () => {}, Symbol('s'), 10n, new Date(0), new ArrayBuffer(2)]
+
+/** Asserts `call` throws (sync) or rejects (Promise) with a TypeError mentioning `name`. */
+async function assertTypeError(call, name) {
+  let result
+  try {
+    result = call()
+  } catch (error) {
+    assert.ok(error instanceof TypeError, `${name}: ${error}`)
+    assert.ok(error.message.includes(`"${name}"`), `${error.message} should name ${name}`)
+    return
+  }
+  await assert.rejects(result, (error) => {
+    assert.ok(error instanceof TypeError, `${name}: ${error}`)
+    assert.ok(error.message.includes(`"${name}"`), `${error.message} should name ${name}`)
+    return true
+  })
+}
+
+describe('wrong argument types are TypeErrors naming the parameter', () => {
+  test('keys and values', T, async () => {
+    for (const bad of notBytes) {
+      await assertTypeError(() => client.set(bad, 'v'), 'key')
+      await assertTypeError(() => client.setSync(bad, 'v'), 'key')
+      await assertTypeError(() => client.set('k', bad), 'value')
+      await assertTypeError(() => client.setSync('k', bad), 'value')
+      await assertTypeError(() => client.get(bad), 'key')
+      await assertTypeError(() => client.getSync(bad), 'key')
+      await assertTypeError(() => client.delete(bad), 'key')
+      await assertTypeError(() => client.deleteSync(bad), 'key')
+      await assertTypeError(() => client.vdel('k', bad), 'value')
+      await assertTypeError(() => client.vdelSync(bad, 'v'), 'key')
+      await assertTypeError(() => client.observe(bad), 'key')
+      await assertTypeError(() => client.observeSync(bad), 'key')
+      await assertTypeError(() => client.unobserve(bad), 'key')
+      await assertTypeError(() => client.unobserveSync(bad), 'key')
+      await assertTypeError(() => client.keys(bad), 'pattern')
+      await assertTypeError(() => client.lease(bad, 'h'), 'key')
+      await assertTypeError(() => client.lease('k', bad), 'holder')
+      await assertTypeError(() => client.lock(bad, { ttl: 1000 }), 'name')
+      await assertTypeError(() => client.election('e', bad, { ttl: 1000 }), 'candidate')
+    }
+  })
+
+  test('options', T, async () => {
+    await assertTypeError(() => client.set('k', 'v', 'nx'), 'options')
+    await assertTypeError(() => client.set('k', 'v', { condition: 5 }), 'options.condition')
+    await assertTypeError(() => client.set('k', 'v', { condition: 'sometimes' }), 'options.condition')
+    await assertTypeError(() => client.set('k', 'v', { expiry: '10s' }), 'options.expiry')
+    await assertTypeError(() => client.set('k', 'v', { fencingToken: 5 }), 'options.fencingToken')
+    await assertTypeError(() => client.set('k', 'v', { persist: 'yes' }), 'options.persist')
+    await assertTypeError(() => client.setSync('k', 'v', { timeout: {} }), 'options.timeout')
+    await assertTypeError(() => client.get('k', { timeout: 'soon' }), 'options.timeout')
+    await assertTypeError(() => client.delete('k', { fencingToken: [] }), 'options.fencingToken')
+    await assertTypeError(() => client.set('k', 'v', { expiryy: 5 }), 'options')
+    await assertTypeError(() => client.lock('l', {}), 'options.ttl')
+    await assertTypeError(() => client.lockSync('l', { ttl: '10s' }), 'options.ttl')
+    await assertTypeError(() => client.lease('k', 'h').tryAcquire({}), 'options.ttl')
+    await assertTypeError(() => client.election('e', 'c', { ttl: null }), 'options.ttl')
+    await assertTypeError(() => client.createLock('l', { ttl: 1000 }).update('k', 'not a function'), 'fn')
+    await assertTypeError(() => client.createLock('l', { ttl: 1000 }).update('k', () => 42), 'the value returned by fn')
+    for (const bad of [-1, NaN, Infinity]) {
+      assert.throws(() => client.setSync('k', 'v', { expiry: bad }), RangeError)
+    }
+  })
+
+  test('connect options', T, async () => {
+    await assertTypeError(() => Client.connect('localhost'), 'options')
+    await assertTypeError(() => Client.connect({ hots: 'x' }), 'options')
+    await assertTypeError(() => Client.connect({ host: 5 }), 'options.host')
+    await assertTypeError(() => Client.connectSync({ port: {} }), 'options.port')
+    await assertTypeError(() => Client.connect({ tls: 'yes' }), 'options.tls')
+    await assertTypeError(() => Client.connect({ defaultTimeout: '10s' }), 'options.defaultTimeout')
+    await assertTypeError(() => Client.connect({ returnStrings: 1 }), 'options.returnStrings')
+    await assertTypeError(() => Client.fromEnv({ keepAlive: true }), 'overrides.keepAlive')
+    assert.throws(() => new Client({}), TypeError)
+  })
+
+  test('the native classes refuse wrong types without crashing', T, async () => {
+    const native = createRequire(import.meta.url)('statestore/package.json') && createRequire(import.meta.url).resolve('statestore')
+    const addon = createRequire(native)('./native.js')
+    assert.throws(() => addon.NativeClient.connectSync('nope', false))
+    assert.throws(() => new addon.NativeLock({}, 'n', 1000))
+    assert.throws(() => addon.NativeLocalServer.startSync({ port: 'x' }))
+  })
+})
+
+describe('bad values are STATESTORE_INVALID_ARGUMENT errors from core', () => {
+  const invalid = (e) => e instanceof Error && e.code === ErrorCodes.INVALID_ARGUMENT && e.errno === 1 && e.category === 'ARGUMENT'
+
+  test('operations', T, async () => {
+    await assert.rejects(client.set('', 'v'), invalid)
+    assert.throws(() => client.setSync('', 'v'), invalid)
+    await assert.rejects(client.get(Buffer.alloc(0)), invalid)
+    await assert.rejects(client.set('k', 'v', { expiry: 0 }), invalid)
+    await assert.rejects(client.set('k', 'v', { fencingToken: 'not-a-token' }), invalid)
+    assert.throws(() => client.deleteSync('k', { fencingToken: '12:ab:x' }), invalid)
+    assert.throws(() => client.keys(''), invalid)
+    assert.throws(() => client.lock('l', { ttl: 0 }).catch(() => {}) && client.createLock('l', { ttl: 0 }), invalid)
+    await assert.rejects(client.createLock('same', { ttl: 1000 }).update('same', () => 'x'), invalid)
+  })
+
+  test('connect', T, async () => {
+    await assert.rejects(Client.connect({ host: '' }), invalid)
+    await assert.rejects(Client.connect({ port: 70000 }), invalid)
+    await assert.rejects(Client.connect({ port: 'abc' }), invalid)
+    assert.throws(() => Client.connectSync({ clientId: 'a+b' }), invalid)
+    await assert.rejects(Client.connect({ caFile: '/nonexistent/ca.pem', port: server.port }), (e) => e.code.startsWith('STATESTORE_'))
+  })
+
+  test('error table and codes', T, async () => {
+    assert.equal(ErrorCodes.TIMEOUT, 'STATESTORE_TIMEOUT')
+    assert.equal(ErrorCodes.FENCING_TOKEN_LOWER_VERSION, 'STATESTORE_FENCING_TOKEN_LOWER_VERSION')
+    assert.ok(ERROR_TABLE.some((e) => e.name === 'CANCELLED' && e.code === 11))
+    assert.ok(ERROR_TABLE.every((e) => typeof e.description === 'string' && e.description.length > 0))
+  })
+})
+
+describe('timeouts and unreachable brokers', () => {
+  let broker
+  before(async () => {
+    broker = await startMosquitto()
+  })
+  after(async () => {
+    await broker?.close()
+  })
+
+  test('a broker without a state store: calls time out (Promise and Sync)', T, async () => {
+    const c = await Client.connect({ host: broker.host, port: broker.port })
+    try {
+      await assert.rejects(c.get('k', { timeout: 200 }), (e) => e.code === ErrorCodes.TIMEOUT && e.errno === 2 && e.outcomeUnknown === true)
+      await assert.rejects(c.set('k', 'v', { timeout: 200 }), { code: ErrorCodes.TIMEOUT })
+      assert.throws(() => c.setSync('k', 'v', { timeout: 200 }), { code: ErrorCodes.TIMEOUT })
+      assert.throws(() => c.deleteSync('k', { timeout: 200 }), { code: ErrorCodes.TIMEOUT })
+      assert.throws(() => c.getSync('k', { timeout: 200 }), { code: ErrorCodes.TIMEOUT })
+    } finally {
+      await c.close()
+    }
+  })
+
+  test('the default timeout applies to calls without one', T, async () => {
+    const c = Client.connectSync({ host: broker.host, port: broker.port, defaultTimeout: 300 })
+    try {
+      await assert.rejects(c.vdel('k', 'v'), { code: ErrorCodes.TIMEOUT })
+    } finally {
+      c.closeSync()
+    }
+  })
+
+  test('nothing listening: connect fails with STATESTORE_CONNECTION', T, async () => {
+    const port = await freePort()
+    await assert.rejects(deadline(Client.connect({ host: '127.0.0.1', port, defaultTimeout: 2_000 }), 10_000, 'connect'), { code: ErrorCodes.CONNECTION })
+    assert.throws(() => Client.connectSync({ host: '127.0.0.1', port, defaultTimeout: 2_000 }), { code: ErrorCodes.CONNECTION })
+  })
+
+  test('a server that never answers MQTT: connect gives up after the default timeout', T, async () => {
+    const silent = net.createServer((socket) => socket.on('error', () => {}))
+    await new Promise((r) => silent.listen(0, '127.0.0.1', r))
+    try {
+      await assert.rejects(
+        deadline(Client.connect({ host: '127.0.0.1', port: silent.address().port, defaultTimeout: 500 }), 10_000, 'connect'),
+        (e) => e.code === ErrorCodes.CONNECTION || e.code === ErrorCodes.TIMEOUT,
+      )
+    } finally {
+      silent.close()
+    }
+  })
+
+  test('a lock wait with a timeout gives up', T, async () => {
+    const holder = await Client.connect(server.connectOptions)
+    try {
+      const name = unique('held')
+      const guard = await holder.lock(name, { ttl: 10_000 })
+      await assert.rejects(client.lock(name, { ttl: 10_000, timeout: 300 }), { code: ErrorCodes.TIMEOUT })
+      await guard.release()
+    } finally {
+      await holder.close()
+    }
+  })
+})

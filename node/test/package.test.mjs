@@ -1,0 +1,58 @@
+// The package as users load it: CommonJS and ESM entry points, statestore/testing, and
+// index.d.ts declaring every method the runtime has.
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { test } from 'node:test'
+
+import * as esm from 'statestore'
+import * as esmTesting from 'statestore/testing'
+
+const require = createRequire(import.meta.url)
+const T = { timeout: 20_000 }
+
+test('require and import give the same classes', T, () => {
+  const cjs = require('statestore')
+  assert.equal(esm.Client, cjs.Client)
+  assert.equal(esm.default.Client, cjs.Client)
+  assert.equal(typeof cjs.compareVersions, 'function')
+  const testing = require('statestore/testing')
+  assert.equal(esmTesting.startLocalServer, testing.startLocalServer)
+  assert.equal(typeof testing.startLocalServerSync, 'function')
+})
+
+test('statestore/testing starts a server clients can use (Promise and Sync)', T, async () => {
+  const server = esmTesting.startLocalServerSync()
+  assert.equal(server.host, '127.0.0.1')
+  assert.ok(server.port > 0)
+  const client = esm.Client.connectSync(server.connectOptions)
+  client.setSync('k', 'v')
+  assert.equal(client.getSync('k').value.toString(), 'v')
+  client.closeSync()
+  server.stopSync()
+  const again = await esm.Client.startLocalServer()
+  await again.stop()
+  await again.stop() // idempotent
+})
+
+test('index.d.ts declares every public method and export', T, () => {
+  const dir = path.dirname(require.resolve('statestore'))
+  const dts = fs.readFileSync(path.join(dir, 'index.d.ts'), 'utf8')
+  const cjs = require('statestore')
+  for (const name of Object.keys(cjs)) {
+    assert.match(dts, new RegExp(`export declare (class|function|const) ${name}\\b`), `export ${name}`)
+  }
+  const classes = ['Client', 'Observation', 'KeyIterator', 'Lock', 'LockGuard', 'Lease', 'Election']
+  for (const cls of classes) {
+    const start = dts.search(new RegExp(`export declare class ${cls}[<\\s]`))
+    assert.ok(start >= 0, cls)
+    const body = dts.slice(start, dts.indexOf('\n}\n', start))
+    const proto = cjs[cls].prototype
+    const names = Object.getOwnPropertyNames(proto).filter((n) => n !== 'constructor')
+    const statics = Object.getOwnPropertyNames(cjs[cls]).filter((n) => !['length', 'name', 'prototype'].includes(n))
+    for (const name of [...names, ...statics]) {
+      assert.match(body, new RegExp(`\\b${name}\\b`), `${cls}.${name} is not declared in index.d.ts`)
+    }
+  }
+})

@@ -44,7 +44,10 @@ pub fn js_error(env: &Env, error: &statestore::Error) -> napi::Error {
 
 fn build_error(env: &Env, info: &ErrorInfo) -> napi::Result<napi::Error> {
     let code = format!("STATESTORE_{}", info.name);
-    let mut object = env.create_error(napi::Error::new(napi::Status::GenericFailure, info.message.clone()))?;
+    let mut object = env.create_error(napi::Error::new(
+        napi::Status::GenericFailure,
+        info.message.clone(),
+    ))?;
     object.set_named_property("code", code)?;
     object.set_named_property("coreCode", info.code as i32)?;
     object.set_named_property("errno", info.code as i32)?;
@@ -69,13 +72,18 @@ pub fn wait<T: Send + 'static>(env: &Env, pending: Pending<T>) -> napi::Result<T
 /// The settlement is handed over from whichever runtime thread completes the call
 /// (`on_complete_inline`: no extra thread hop); napi's deferred queues it to the JS thread and
 /// drops it safely if the environment is torn down first.
-pub fn promise<'env, T, D, C>(env: &'env Env, pending: Pending<T>, convert: C) -> napi::Result<Object<'env>>
+pub fn promise<'env, T, D, C>(
+    env: &'env Env,
+    pending: Pending<T>,
+    convert: C,
+) -> napi::Result<Object<'env>>
 where
     T: Send + 'static,
     D: ToNapiValue + 'static,
     C: FnOnce(&Env, T) -> napi::Result<D> + Send + 'static,
 {
-    let (deferred, promise) = env.create_deferred::<D, Box<dyn FnOnce(Env) -> napi::Result<D>>>()?;
+    let (deferred, promise) =
+        env.create_deferred::<D, Box<dyn FnOnce(Env) -> napi::Result<D>>>()?;
     pending.on_complete_inline(move |result| {
         deferred.resolve(Box::new(move |env: Env| match result {
             Ok(value) => convert(&env, value),

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{Buffer, Object};
 use napi::Env;
 use napi_derive::napi;
-use statestore::{Client, ConnectOptions, DeleteOptions, DeleteOutcome, Hlc, SetCondition, SetOptions};
+use statestore::{
+    Client, ConnectOptions, DeleteOptions, DeleteOutcome, Hlc, SetCondition, SetOptions,
+};
 
 use crate::bindings::{OptionValue, Pending};
 use crate::bridge::{self, buffer, bytes, millis, JsBytes};
@@ -60,7 +62,10 @@ pub struct JsDeleteResult {
     pub version: Option<String>,
 }
 
-fn connect_options(base: ConnectOptions, settings: Vec<ConnectSetting>) -> statestore::Result<ConnectOptions> {
+fn connect_options(
+    base: ConnectOptions,
+    settings: Vec<ConnectSetting>,
+) -> statestore::Result<ConnectOptions> {
     let mut options = base;
     for setting in settings {
         let value = match setting.value {
@@ -136,11 +141,17 @@ pub(crate) fn version(hlc: Option<Hlc>) -> Option<String> {
 }
 
 fn set_result(result: statestore::SetResult) -> JsSetResult {
-    JsSetResult { applied: result.applied, version: version(result.version) }
+    JsSetResult {
+        applied: result.applied,
+        version: version(result.version),
+    }
 }
 
 fn value_result(value: Option<statestore::Value>) -> Option<JsValueResult> {
-    value.map(|v| JsValueResult { value: buffer(&v.value), version: version(v.version) })
+    value.map(|v| JsValueResult {
+        value: buffer(&v.value),
+        version: version(v.version),
+    })
 }
 
 fn delete_result(result: statestore::DeleteResult) -> JsDeleteResult {
@@ -187,12 +198,22 @@ impl NativeClient {
     /// Connects with the given settings (over `localhost:1883`, or over the `AIO_*`
     /// environment when `fromEnv`).
     #[napi]
-    pub fn connect<'env>(env: &'env Env, settings: Vec<ConnectSetting>, from_env: bool) -> napi::Result<Object<'env>> {
-        bridge::promise(env, connect_pending(from_env, settings), |env, client| Ok(wrap(env, client)))
+    pub fn connect<'env>(
+        env: &'env Env,
+        settings: Vec<ConnectSetting>,
+        from_env: bool,
+    ) -> napi::Result<Object<'env>> {
+        bridge::promise(env, connect_pending(from_env, settings), |env, client| {
+            Ok(wrap(env, client))
+        })
     }
 
     #[napi]
-    pub fn connect_sync(env: &Env, settings: Vec<ConnectSetting>, from_env: bool) -> napi::Result<NativeClient> {
+    pub fn connect_sync(
+        env: &Env,
+        settings: Vec<ConnectSetting>,
+        from_env: bool,
+    ) -> napi::Result<NativeClient> {
         let client = bridge::wait(env, connect_pending(from_env, settings))?;
         Ok(wrap(env, client))
     }
@@ -207,7 +228,12 @@ impl NativeClient {
         self.client.is_closed()
     }
 
-    fn set_pending(&self, key: JsBytes, value: JsBytes, options: Option<NativeSetOptions>) -> Pending<statestore::SetResult> {
+    fn set_pending(
+        &self,
+        key: JsBytes,
+        value: JsBytes,
+        options: Option<NativeSetOptions>,
+    ) -> Pending<statestore::SetResult> {
         match set_options(options) {
             Ok(options) => {
                 let client = Client::clone(&self.client);
@@ -219,39 +245,76 @@ impl NativeClient {
     }
 
     #[napi]
-    pub fn set<'env>(&self, env: &'env Env, key: JsBytes, value: JsBytes, options: Option<NativeSetOptions>) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.set_pending(key, value, options), |_, r| Ok(set_result(r)))
+    pub fn set<'env>(
+        &self,
+        env: &'env Env,
+        key: JsBytes,
+        value: JsBytes,
+        options: Option<NativeSetOptions>,
+    ) -> napi::Result<Object<'env>> {
+        bridge::promise(env, self.set_pending(key, value, options), |_, r| {
+            Ok(set_result(r))
+        })
     }
 
     #[napi]
-    pub fn set_sync(&self, env: &Env, key: JsBytes, value: JsBytes, options: Option<NativeSetOptions>) -> napi::Result<JsSetResult> {
+    pub fn set_sync(
+        &self,
+        env: &Env,
+        key: JsBytes,
+        value: JsBytes,
+        options: Option<NativeSetOptions>,
+    ) -> napi::Result<JsSetResult> {
         bridge::wait(env, self.set_pending(key, value, options)).map(set_result)
     }
 
-    fn get_pending(&self, key: JsBytes, timeout: Option<f64>) -> Pending<Option<statestore::Value>> {
+    fn get_pending(
+        &self,
+        key: JsBytes,
+        timeout: Option<f64>,
+    ) -> Pending<Option<statestore::Value>> {
         let client = Client::clone(&self.client);
         let key = bytes(key);
         Pending::spawn(async move { client.get_with_timeout(key, timeout.map(millis)).await })
     }
 
     #[napi]
-    pub fn get<'env>(&self, env: &'env Env, key: JsBytes, timeout: Option<f64>) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.get_pending(key, timeout), |_, v| Ok(value_result(v)))
+    pub fn get<'env>(
+        &self,
+        env: &'env Env,
+        key: JsBytes,
+        timeout: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        bridge::promise(env, self.get_pending(key, timeout), |_, v| {
+            Ok(value_result(v))
+        })
     }
 
     #[napi]
-    pub fn get_sync(&self, env: &Env, key: JsBytes, timeout: Option<f64>) -> napi::Result<Option<JsValueResult>> {
+    pub fn get_sync(
+        &self,
+        env: &Env,
+        key: JsBytes,
+        timeout: Option<f64>,
+    ) -> napi::Result<Option<JsValueResult>> {
         bridge::wait(env, self.get_pending(key, timeout)).map(value_result)
     }
 
-    fn delete_pending(&self, key: JsBytes, value: Option<JsBytes>, options: Option<NativeDeleteOptions>) -> Pending<statestore::DeleteResult> {
+    fn delete_pending(
+        &self,
+        key: JsBytes,
+        value: Option<JsBytes>,
+        options: Option<NativeDeleteOptions>,
+    ) -> Pending<statestore::DeleteResult> {
         match delete_options(options) {
             Ok(options) => {
                 let client = Client::clone(&self.client);
                 let key = bytes(key);
                 match value.map(bytes) {
                     None => Pending::spawn(async move { client.delete(key, options).await }),
-                    Some(value) => Pending::spawn(async move { client.vdel(key, value, options).await }),
+                    Some(value) => {
+                        Pending::spawn(async move { client.vdel(key, value, options).await })
+                    }
                 }
             }
             Err(error) => Pending::ready(Err(error)),
@@ -259,22 +322,50 @@ impl NativeClient {
     }
 
     #[napi]
-    pub fn delete<'env>(&self, env: &'env Env, key: JsBytes, options: Option<NativeDeleteOptions>) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.delete_pending(key, None, options), |_, r| Ok(delete_result(r)))
+    pub fn delete<'env>(
+        &self,
+        env: &'env Env,
+        key: JsBytes,
+        options: Option<NativeDeleteOptions>,
+    ) -> napi::Result<Object<'env>> {
+        bridge::promise(env, self.delete_pending(key, None, options), |_, r| {
+            Ok(delete_result(r))
+        })
     }
 
     #[napi]
-    pub fn delete_sync(&self, env: &Env, key: JsBytes, options: Option<NativeDeleteOptions>) -> napi::Result<JsDeleteResult> {
+    pub fn delete_sync(
+        &self,
+        env: &Env,
+        key: JsBytes,
+        options: Option<NativeDeleteOptions>,
+    ) -> napi::Result<JsDeleteResult> {
         bridge::wait(env, self.delete_pending(key, None, options)).map(delete_result)
     }
 
     #[napi]
-    pub fn vdel<'env>(&self, env: &'env Env, key: JsBytes, value: JsBytes, options: Option<NativeDeleteOptions>) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.delete_pending(key, Some(value), options), |_, r| Ok(delete_result(r)))
+    pub fn vdel<'env>(
+        &self,
+        env: &'env Env,
+        key: JsBytes,
+        value: JsBytes,
+        options: Option<NativeDeleteOptions>,
+    ) -> napi::Result<Object<'env>> {
+        bridge::promise(
+            env,
+            self.delete_pending(key, Some(value), options),
+            |_, r| Ok(delete_result(r)),
+        )
     }
 
     #[napi]
-    pub fn vdel_sync(&self, env: &Env, key: JsBytes, value: JsBytes, options: Option<NativeDeleteOptions>) -> napi::Result<JsDeleteResult> {
+    pub fn vdel_sync(
+        &self,
+        env: &Env,
+        key: JsBytes,
+        value: JsBytes,
+        options: Option<NativeDeleteOptions>,
+    ) -> napi::Result<JsDeleteResult> {
         bridge::wait(env, self.delete_pending(key, Some(value), options)).map(delete_result)
     }
 
@@ -286,7 +377,9 @@ impl NativeClient {
 
     #[napi]
     pub fn observe<'env>(&self, env: &'env Env, key: JsBytes) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.observe_pending(key), |env, o| Ok(NativeEvents::from_observation(env, o)))
+        bridge::promise(env, self.observe_pending(key), |env, o| {
+            Ok(NativeEvents::from_observation(env, o))
+        })
     }
 
     #[napi]

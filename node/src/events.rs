@@ -82,7 +82,10 @@ impl NativeEvents {
         NativeEvents { stream, sink }
     }
 
-    pub(crate) fn from_observation(env: &Env, observation: statestore::Observation) -> NativeEvents {
+    pub(crate) fn from_observation(
+        env: &Env,
+        observation: statestore::Observation,
+    ) -> NativeEvents {
         Self::new(env, EventStream::from_observation(observation))
     }
 }
@@ -92,7 +95,9 @@ impl NativeEvents {
     /// The next event, or `null` when the stream has ended.
     #[napi]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.stream.next_pending(), |_, event| Ok(event.map(js_event)))
+        bridge::promise(env, self.stream.next_pending(), |_, event| {
+            Ok(event.map(js_event))
+        })
     }
 
     /// The next event, waiting at most `timeout` ms (forever without one): `null` when the

@@ -17,7 +17,9 @@ pub struct NativeKeys {
 
 impl NativeKeys {
     pub(crate) fn new(keys: statestore::Keys) -> NativeKeys {
-        NativeKeys { keys: Arc::new(tokio::sync::Mutex::new(keys)) }
+        NativeKeys {
+            keys: Arc::new(tokio::sync::Mutex::new(keys)),
+        }
     }
 
     fn page_pending(&self) -> Pending<Option<Vec<bytes::Bytes>>> {

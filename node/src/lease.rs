@@ -59,9 +59,20 @@ pub struct NativeLease {
 #[napi]
 impl NativeLease {
     #[napi(constructor)]
-    pub fn new(env: &Env, client: &NativeClient, key: JsBytes, holder: JsBytes, auto_renew: bool) -> napi::Result<Self> {
-        let lease = bridge::sync(env, Lease::new(&client_of(client), bytes(key), bytes(holder)))?;
-        Ok(NativeLease { lease: lease.auto_renew(auto_renew) })
+    pub fn new(
+        env: &Env,
+        client: &NativeClient,
+        key: JsBytes,
+        holder: JsBytes,
+        auto_renew: bool,
+    ) -> napi::Result<Self> {
+        let lease = bridge::sync(
+            env,
+            Lease::new(&client_of(client), bytes(key), bytes(holder)),
+        )?;
+        Ok(NativeLease {
+            lease: lease.auto_renew(auto_renew),
+        })
     }
 
     fn try_acquire_pending(&self, ttl: f64) -> Pending<AcquireOutcome> {
@@ -71,7 +82,9 @@ impl NativeLease {
 
     #[napi]
     pub fn try_acquire<'env>(&self, env: &'env Env, ttl: f64) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.try_acquire_pending(ttl), |_, o| Ok(acquire_result(o)))
+        bridge::promise(env, self.try_acquire_pending(ttl), |_, o| {
+            Ok(acquire_result(o))
+        })
     }
 
     #[napi]
@@ -91,7 +104,12 @@ impl NativeLease {
     }
 
     #[napi]
-    pub fn acquire<'env>(&self, env: &'env Env, ttl: f64, timeout: Option<f64>) -> napi::Result<Object<'env>> {
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        ttl: f64,
+        timeout: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
         bridge::promise(env, self.acquire_pending(ttl, timeout), |_, t| Ok(t))
     }
 
@@ -183,7 +201,14 @@ pub struct NativeLock {
 #[napi]
 impl NativeLock {
     #[napi(constructor)]
-    pub fn new(env: &Env, client: &NativeClient, name: JsBytes, ttl: f64, timeout: Option<f64>, auto_renew: Option<bool>) -> napi::Result<Self> {
+    pub fn new(
+        env: &Env,
+        client: &NativeClient,
+        name: JsBytes,
+        ttl: f64,
+        timeout: Option<f64>,
+        auto_renew: Option<bool>,
+    ) -> napi::Result<Self> {
         let mut lock = bridge::sync(env, Lock::new(&client_of(client), bytes(name), millis(ttl)))?;
         if let Some(timeout) = timeout {
             lock = lock.timeout(millis(timeout));
@@ -216,7 +241,9 @@ impl NativeLock {
 
     #[napi]
     pub fn try_lock<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.try_lock_pending(), |_, g| Ok(g.map(NativeGuard::new)))
+        bridge::promise(env, self.try_lock_pending(), |_, g| {
+            Ok(g.map(NativeGuard::new))
+        })
     }
 
     #[napi]
@@ -248,7 +275,9 @@ impl NativeLock {
     /// First phase of `update(key, fn)`: acquires the lock and reads the key.
     #[napi]
     pub fn begin_update<'env>(&self, env: &'env Env, key: JsBytes) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.begin_update_pending(key), |_, t| Ok(NativeUpdate::new(t)))
+        bridge::promise(env, self.begin_update_pending(key), |_, t| {
+            Ok(NativeUpdate::new(t))
+        })
     }
 
     #[napi]
@@ -292,7 +321,12 @@ impl NativeGuard {
 
     fn renew_pending(&self) -> Pending<()> {
         let lease = self.lease.clone();
-        if self.guard.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+        if self
+            .guard
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+        {
             return Pending::ready(Err(Error::NotHeld("the lock was released".into())));
         }
         Pending::spawn(async move { lease.renew().await })
@@ -308,7 +342,11 @@ impl NativeGuard {
 
     #[napi(getter)]
     pub fn is_held(&self) -> bool {
-        self.guard.lock().unwrap_or_else(|e| e.into_inner()).is_some() && self.lease.is_held()
+        self.guard
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+            && self.lease.is_held()
     }
 
     #[napi(getter)]
@@ -366,7 +404,9 @@ impl NativeUpdate {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
-            .ok_or_else(|| Error::InvalidArgument("this update was already committed or aborted".into()))
+            .ok_or_else(|| {
+                Error::InvalidArgument("this update was already committed or aborted".into())
+            })
     }
 
     fn commit_pending(&self, value: Option<JsBytes>) -> Pending<Option<Bytes>> {
@@ -401,7 +441,11 @@ impl NativeUpdate {
 
     /// Writes `value` (`null`: deletes the key) with the fencing token, then releases.
     #[napi]
-    pub fn commit<'env>(&self, env: &'env Env, value: Option<JsBytes>) -> napi::Result<Object<'env>> {
+    pub fn commit<'env>(
+        &self,
+        env: &'env Env,
+        value: Option<JsBytes>,
+    ) -> napi::Result<Object<'env>> {
         bridge::promise(env, self.commit_pending(value), |_, w| Ok(holder_result(w)))
     }
 
@@ -432,8 +476,22 @@ pub struct NativeElection {
 #[napi]
 impl NativeElection {
     #[napi(constructor)]
-    pub fn new(env: &Env, client: &NativeClient, name: JsBytes, candidate: JsBytes, ttl: f64) -> napi::Result<Self> {
-        let election = bridge::sync(env, Election::new(&client_of(client), bytes(name), bytes(candidate), millis(ttl)))?;
+    pub fn new(
+        env: &Env,
+        client: &NativeClient,
+        name: JsBytes,
+        candidate: JsBytes,
+        ttl: f64,
+    ) -> napi::Result<Self> {
+        let election = bridge::sync(
+            env,
+            Election::new(
+                &client_of(client),
+                bytes(name),
+                bytes(candidate),
+                millis(ttl),
+            ),
+        )?;
         Ok(NativeElection { election })
     }
 
@@ -449,7 +507,11 @@ impl NativeElection {
     }
 
     #[napi]
-    pub fn campaign<'env>(&self, env: &'env Env, timeout: Option<f64>) -> napi::Result<Object<'env>> {
+    pub fn campaign<'env>(
+        &self,
+        env: &'env Env,
+        timeout: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
         bridge::promise(env, self.campaign_pending(timeout), |_, t| Ok(t))
     }
 
@@ -465,7 +527,9 @@ impl NativeElection {
 
     #[napi]
     pub fn try_campaign<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.try_campaign_pending(), |_, o| Ok(acquire_result(o)))
+        bridge::promise(env, self.try_campaign_pending(), |_, o| {
+            Ok(acquire_result(o))
+        })
     }
 
     #[napi]
@@ -514,7 +578,9 @@ impl NativeElection {
     /// Leadership changes: `elected` (with `holder`) and `vacant` events.
     #[napi]
     pub fn observe<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.observe_pending(), |env, s| Ok(NativeEvents::new(env, s)))
+        bridge::promise(env, self.observe_pending(), |env, s| {
+            Ok(NativeEvents::new(env, s))
+        })
     }
 
     #[napi]

@@ -15,10 +15,13 @@ use statestore::Client;
 
 use crate::events::SinkSlot;
 
+/// The weak side of an [`SinkSlot`].
+type WeakSink = Weak<Mutex<Option<crate::events::SinkHandle>>>;
+
 #[derive(Default)]
 struct Opened {
     clients: Vec<Weak<Client>>,
-    streams: Vec<(Weak<EventStream>, Weak<Mutex<Option<crate::events::SinkHandle>>>)>,
+    streams: Vec<(Weak<EventStream>, WeakSink)>,
 }
 
 static OPENED: Mutex<Option<HashMap<usize, Opened>>> = Mutex::new(None);

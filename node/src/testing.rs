@@ -38,20 +38,28 @@ fn config(options: LocalServerOptions) -> statestore::Result<ServerConfig> {
     let port = u16::try_from(options.port.unwrap_or(0))
         .map_err(|_| statestore::Error::InvalidArgument("port: out of range".into()))?;
     config.mode = match options.broker {
-        None => Mode::Embedded { listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port) },
+        None => Mode::Embedded {
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
+        },
         Some(broker) => {
             let (host, port) = broker.rsplit_once(':').ok_or_else(|| {
                 statestore::Error::InvalidArgument(format!("broker: `{broker}` is not host:port"))
             })?;
-            let port = port
-                .parse()
-                .map_err(|_| statestore::Error::InvalidArgument(format!("broker: bad port in `{broker}`")))?;
-            Mode::External { host: host.to_string(), port }
+            let port = port.parse().map_err(|_| {
+                statestore::Error::InvalidArgument(format!("broker: bad port in `{broker}`"))
+            })?;
+            Mode::External {
+                host: host.to_string(),
+                port,
+            }
         }
     };
     config.engine.max_keys = options.max_keys.map(|n| n as usize);
     if let Some(username) = options.username {
-        config.credentials = Some(Credentials { username, password: options.password.unwrap_or_default() });
+        config.credentials = Some(Credentials {
+            username,
+            password: options.password.unwrap_or_default(),
+        });
     }
     Ok(config)
 }
@@ -59,9 +67,9 @@ fn config(options: LocalServerOptions) -> statestore::Result<ServerConfig> {
 fn start_pending(options: Option<LocalServerOptions>) -> Pending<Server> {
     match config(options.unwrap_or_default()) {
         Ok(config) => Pending::spawn(async move {
-            Server::start(config)
-                .await
-                .map_err(|e| statestore::Error::Connection(format!("the local state store did not start: {e}")))
+            Server::start(config).await.map_err(|e| {
+                statestore::Error::Connection(format!("the local state store did not start: {e}"))
+            })
         }),
         Err(error) => Pending::ready(Err(error)),
     }
@@ -69,18 +77,27 @@ fn start_pending(options: Option<LocalServerOptions>) -> Pending<Server> {
 
 fn wrap(server: Server) -> NativeLocalServer {
     let addr = server.local_addr();
-    NativeLocalServer { server: Arc::new(Mutex::new(Some(server))), addr }
+    NativeLocalServer {
+        server: Arc::new(Mutex::new(Some(server))),
+        addr,
+    }
 }
 
 #[napi]
 impl NativeLocalServer {
     #[napi]
-    pub fn start<'env>(env: &'env Env, options: Option<LocalServerOptions>) -> napi::Result<Object<'env>> {
+    pub fn start<'env>(
+        env: &'env Env,
+        options: Option<LocalServerOptions>,
+    ) -> napi::Result<Object<'env>> {
         bridge::promise(env, start_pending(options), |_, server| Ok(wrap(server)))
     }
 
     #[napi]
-    pub fn start_sync(env: &Env, options: Option<LocalServerOptions>) -> napi::Result<NativeLocalServer> {
+    pub fn start_sync(
+        env: &Env,
+        options: Option<LocalServerOptions>,
+    ) -> napi::Result<NativeLocalServer> {
         bridge::wait(env, start_pending(options)).map(wrap)
     }
 

@@ -119,12 +119,15 @@ impl Ring {
             Fault::Outage => {
                 self.proxy.refuse(true);
                 self.proxy.cut();
-                tokio::time::sleep(Duration::from_millis(1500)).await;
+                // Longer than a call's timeout (2 s) and most of a lock TTL (3 s): calls time
+                // out, renewals fail, some holdings are lost.
+                tokio::time::sleep(Duration::from_millis(2500)).await;
                 self.proxy.refuse(false);
             }
             Fault::Delay => {
-                self.proxy.delay(Duration::from_millis(250));
-                tokio::time::sleep(Duration::from_millis(2500)).await;
+                // A round trip of 1.2 s: some calls time out without any link going down.
+                self.proxy.delay(Duration::from_millis(600));
+                tokio::time::sleep(Duration::from_millis(3000)).await;
                 self.proxy.delay(Duration::ZERO);
             }
             Fault::ServerKill => {
@@ -245,7 +248,7 @@ async fn drive_faults(ring: Arc<Ring>, until: Instant, seed: u64, records: Arc<M
             .unwrap()
             .push(fault_record(ring.name, fault, start, error));
         // Time to recover (reconnect, resync) before the next fault.
-        tokio::time::sleep(Duration::from_millis(3000 + rng.u64(..2000))).await;
+        tokio::time::sleep(Duration::from_millis(2500 + rng.u64(..1500))).await;
     }
 }
 

@@ -46,6 +46,24 @@ where
     }))
 }
 
+/// [`spawn`] for an object created in process `pid`: in a forked child the call fails at once
+/// with the `RUNTIME` error (the object's connection stayed in the parent) instead of waiting.
+pub fn spawn_for<T, F, C>(pid: u32, future: F, conv: C) -> Call
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T>> + Send + 'static,
+    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    if pid != std::process::id() {
+        return Call::new(Pending::ready(Err(statestore::Error::Runtime(
+            "this object was created before fork and its connection belongs to the parent \
+             process: create a new client in the child"
+                .into(),
+        ))));
+    }
+    spawn(future, conv)
+}
+
 /// An operation in flight. Blocking: `wait()`. Asyncio: `deliver(loop, future, resolve)`.
 #[pyclass(frozen, module = "statestore._native")]
 pub struct Call {

@@ -164,6 +164,13 @@ pub fn secs_arg(ob: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Du
     }
 }
 
+/// A duration argument that must be given (seconds or timedelta).
+pub fn secs_required(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Duration> {
+    ob.extract::<Secs>()
+        .map(|s| s.0)
+        .map_err(|e| named(ob.py(), name, e))
+}
+
 /// An optional version argument (a `Version`, or its text form).
 pub fn version_arg(ob: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Hlc>> {
     match ob {

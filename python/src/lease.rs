@@ -12,9 +12,9 @@ use statestore::lease::{
 };
 use statestore::{Error, Result};
 
-use crate::call::{spawn, Call};
+use crate::call::{spawn_for, Call};
 use crate::client::{out_bytes, Client};
-use crate::convert::{bytes_arg, secs_arg, Version};
+use crate::convert::{bytes_arg, secs_arg, secs_required, Version};
 use crate::errors::to_py;
 use crate::events::{Loss, Observation};
 
@@ -105,6 +105,7 @@ fn loss_stream(lease: &CoreLease, decode: bool) -> Observation {
 pub struct Lease {
     lease: CoreLease,
     decode: bool,
+    pid: u32,
 }
 
 #[pymethods]
@@ -123,6 +124,7 @@ impl Lease {
         Ok(Lease {
             lease,
             decode: client.decode,
+            pid: client.pid,
         })
     }
 
@@ -173,10 +175,11 @@ impl Lease {
     }
 
     fn try_acquire(&self, ttl: &Bound<'_, PyAny>) -> PyResult<Call> {
-        let ttl = secs_arg(Some(ttl), "ttl")?.unwrap_or_default();
+        let ttl = secs_required(ttl, "ttl")?;
         let lease = self.lease.clone();
         let decode = self.decode;
-        Ok(spawn(
+        Ok(spawn_for(
+            self.pid,
             async move { lease.try_acquire(ttl).await },
             move |py, o| acquire_result(py, o, decode),
         ))
@@ -188,10 +191,11 @@ impl Lease {
         ttl: &Bound<'_, PyAny>,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Call> {
-        let ttl = secs_arg(Some(ttl), "ttl")?.unwrap_or_default();
+        let ttl = secs_required(ttl, "ttl")?;
         let timeout = secs_arg(timeout, "timeout")?;
         let lease = self.lease.clone();
-        Ok(spawn(
+        Ok(spawn_for(
+            self.pid,
             async move {
                 match timeout {
                     Some(timeout) => lease.acquire_timeout(ttl, timeout).await,
@@ -204,21 +208,24 @@ impl Lease {
 
     fn renew(&self) -> Call {
         let lease = self.lease.clone();
-        spawn(async move { lease.renew().await }, none)
+        spawn_for(self.pid, async move { lease.renew().await }, none)
     }
 
     /// Releases (VDEL with the holder name); the result says whether a key was deleted.
     fn release(&self) -> Call {
         let lease = self.lease.clone();
-        spawn(async move { lease.release().await }, |py, deleted: bool| {
-            Ok(deleted.into_pyobject(py)?.to_owned().into_any().unbind())
-        })
+        spawn_for(
+            self.pid,
+            async move { lease.release().await },
+            |py, deleted: bool| Ok(deleted.into_pyobject(py)?.to_owned().into_any().unbind()),
+        )
     }
 
     /// The current holder name read from the service (`None`: free).
     fn holder(&self) -> Call {
         let lease = self.lease.clone();
-        spawn(
+        spawn_for(
+            self.pid,
             async move { lease.holder().await },
             optional_bytes(self.decode),
         )
@@ -236,6 +243,7 @@ impl Lease {
 pub struct Lock {
     lock: CoreLock,
     decode: bool,
+    pid: u32,
 }
 
 #[pymethods]
@@ -250,7 +258,7 @@ impl Lock {
         auto_renew: bool,
     ) -> PyResult<Lock> {
         let name = bytes_arg(name, "name")?;
-        let ttl = secs_arg(Some(ttl), "ttl")?.unwrap_or_default();
+        let ttl = secs_required(ttl, "ttl")?;
         let timeout = secs_arg(timeout, "timeout")?;
         let mut lock = raise(CoreLock::new(&client.inner, name, ttl))?.auto_renew(auto_renew);
         if let Some(timeout) = timeout {
@@ -259,6 +267,7 @@ impl Lock {
         Ok(Lock {
             lock,
             decode: client.decode,
+            pid: client.pid,
         })
     }
 
@@ -275,15 +284,18 @@ impl Lock {
     fn lock(&self) -> Call {
         let lock = self.lock.clone();
         let decode = self.decode;
-        spawn(async move { lock.lock().await }, move |py, guard| {
-            Ok(Py::new(py, LockGuard::new(guard, decode))?.into_any())
-        })
+        spawn_for(
+            self.pid,
+            async move { lock.lock().await },
+            move |py, guard| Ok(Py::new(py, LockGuard::new(guard, decode))?.into_any()),
+        )
     }
 
     fn try_lock(&self) -> Call {
         let lock = self.lock.clone();
         let decode = self.decode;
-        spawn(
+        spawn_for(
+            self.pid,
             async move { lock.try_lock().await },
             move |py, guard| match guard {
                 Some(guard) => Ok(Py::new(py, LockGuard::new(guard, decode))?.into_any()),
@@ -294,7 +306,8 @@ impl Lock {
 
     fn holder(&self) -> Call {
         let lock = self.lock.clone();
-        spawn(
+        spawn_for(
+            self.pid,
             async move { lock.holder().await },
             optional_bytes(self.decode),
         )
@@ -306,7 +319,8 @@ impl Lock {
         let key = bytes_arg(key, "key")?;
         let lock = self.lock.clone();
         let decode = self.decode;
-        Ok(spawn(
+        Ok(spawn_for(
+            self.pid,
             async move { lock.begin_update(key).await },
             move |py, txn| {
                 Ok(Py::new(
@@ -314,6 +328,7 @@ impl Lock {
                     Update {
                         txn: Mutex::new(Some(txn)),
                         decode,
+                        pid: std::process::id(),
                     },
                 )?
                 .into_any())
@@ -329,11 +344,13 @@ pub struct LockGuard {
     token: Version,
     lease: CoreLease,
     decode: bool,
+    pid: u32,
 }
 
 impl LockGuard {
     fn new(guard: CoreGuard, decode: bool) -> LockGuard {
         LockGuard {
+            pid: std::process::id(),
             token: Version(guard.fencing_token().clone()),
             lease: guard.lease().clone(),
             guard: Mutex::new(Some(guard)),
@@ -371,13 +388,14 @@ impl LockGuard {
 
     fn renew(&self) -> Call {
         let lease = self.lease.clone();
-        spawn(async move { lease.renew().await }, none)
+        spawn_for(self.pid, async move { lease.renew().await }, none)
     }
 
     /// Releases the lock and waits for the answer (idempotent).
     fn release(&self) -> Call {
         let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner()).take();
-        spawn(
+        spawn_for(
+            self.pid,
             async move {
                 match guard {
                     Some(guard) => guard.release().await,
@@ -398,6 +416,7 @@ impl LockGuard {
 pub struct Update {
     txn: Mutex<Option<UpdateTxn>>,
     decode: bool,
+    pid: u32,
 }
 
 impl Update {
@@ -442,7 +461,8 @@ impl Update {
         };
         let decode = self.decode;
         let txn = self.take();
-        Ok(spawn(
+        Ok(spawn_for(
+            self.pid,
             async move { txn?.commit(value).await },
             optional_bytes(decode),
         ))
@@ -451,7 +471,7 @@ impl Update {
     /// Releases the lock without writing.
     fn abort(&self) -> Call {
         let txn = self.take();
-        spawn(async move { txn?.abort().await }, none)
+        spawn_for(self.pid, async move { txn?.abort().await }, none)
     }
 }
 
@@ -460,6 +480,7 @@ impl Update {
 pub struct Election {
     election: CoreElection,
     decode: bool,
+    pid: u32,
 }
 
 #[pymethods]
@@ -473,10 +494,11 @@ impl Election {
     ) -> PyResult<Election> {
         let name = bytes_arg(name, "name")?;
         let candidate = bytes_arg(candidate, "candidate")?;
-        let ttl = secs_arg(Some(ttl), "ttl")?.unwrap_or_default();
+        let ttl = secs_required(ttl, "ttl")?;
         Ok(Election {
             election: raise(CoreElection::new(&client.inner, name, candidate, ttl))?,
             decode: client.decode,
+            pid: client.pid,
         })
     }
 
@@ -504,7 +526,8 @@ impl Election {
     fn campaign(&self, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Call> {
         let timeout = secs_arg(timeout, "timeout")?;
         let election = self.election.clone();
-        Ok(spawn(
+        Ok(spawn_for(
+            self.pid,
             async move {
                 match timeout {
                     Some(timeout) => election.campaign_timeout(timeout).await,
@@ -518,7 +541,8 @@ impl Election {
     fn try_campaign(&self) -> Call {
         let election = self.election.clone();
         let decode = self.decode;
-        spawn(
+        spawn_for(
+            self.pid,
             async move { election.try_campaign().await },
             move |py, o| acquire_result(py, o, decode),
         )
@@ -526,12 +550,13 @@ impl Election {
 
     fn resign(&self) -> Call {
         let election = self.election.clone();
-        spawn(async move { election.resign().await }, none)
+        spawn_for(self.pid, async move { election.resign().await }, none)
     }
 
     fn leader(&self) -> Call {
         let election = self.election.clone();
-        spawn(
+        spawn_for(
+            self.pid,
             async move { election.leader().await },
             optional_bytes(self.decode),
         )
@@ -541,7 +566,8 @@ impl Election {
     fn observe(&self) -> Call {
         let election = self.election.clone();
         let decode = self.decode;
-        spawn(
+        spawn_for(
+            self.pid,
             async move {
                 let key = election.name().clone();
                 Ok(EventStream::from_leader(election.observe().await?, key))

@@ -1,0 +1,42 @@
+"""Fixtures of the Python hostile-input tests: one local state store (in this process) for
+the whole session, and the malicious service (`statestore-chaos hostile`) as a child
+process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Iterator
+
+import pytest
+
+from statestore.testing import LocalStateStore
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[LocalStateStore]:
+    with LocalStateStore() as store:
+        yield store
+
+
+@pytest.fixture(scope="session")
+def hostile_port() -> Iterator[int]:
+    binary = os.environ.get("CHAOS_BIN")
+    if not binary:
+        pytest.fail("CHAOS_BIN (the statestore-chaos binary) is not set: run scripts/test-chaos.sh")
+    process = subprocess.Popen([binary, "hostile", "--for", "600s"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("hostile ready on "):
+        process.kill()
+        pytest.fail(f"statestore-chaos hostile did not start: {line!r}")
+    try:
+        yield int(line.strip().rsplit(":", 1)[1])
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -6,11 +6,14 @@ use std::ffi::{c_char, c_void, CString};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
 use statestore_core::bindings::{Canceller, ErrorInfo, Pending};
+use statestore_core::runtime;
 use statestore_core::{
     Client, ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, Error, Result,
     SetCondition, SetOptions, SetResult, Value,
@@ -33,7 +36,67 @@ pub(crate) static CLIENTS: Handles<ClientState> = Handles::new(1, "statestore_cl
 #[derive(Default)]
 struct Calls {
     next: u64,
-    live: HashMap<u64, Canceller>,
+    live: HashMap<u64, Stop>,
+}
+
+/// How close ends a live call: an async call through its `Pending`, a blocking call (polled
+/// on the caller's thread, which is faster than a hop to a runtime thread and back) through
+/// a flag its future checks.
+#[derive(Clone)]
+enum Stop {
+    Async(Canceller),
+    Blocking(Arc<StopFlag>),
+}
+
+impl Stop {
+    fn stop(&self) {
+        match self {
+            Self::Async(canceller) => canceller.cancel(),
+            Self::Blocking(flag) => flag.stop(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct StopFlag {
+    stopped: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl StopFlag {
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        if let Some(waker) = self.waker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            waker.wake();
+        }
+    }
+}
+
+/// A blocking call's future that `StopFlag::stop` ends with `Error::Cancelled`.
+struct Stoppable<F> {
+    future: Pin<Box<F>>,
+    flag: Arc<StopFlag>,
+}
+
+impl<T, F: Future<Output = Result<T>>> Future for Stoppable<F> {
+    type Output = Result<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+        if self.flag.stopped.load(Ordering::Acquire) {
+            return Poll::Ready(Err(Error::Cancelled));
+        }
+        {
+            let mut waker = self.flag.waker.lock().unwrap_or_else(|e| e.into_inner());
+            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *waker = Some(cx.waker().clone());
+            }
+        }
+        // A stop between the first check and storing the waker found no waker to wake.
+        if self.flag.stopped.load(Ordering::Acquire) {
+            return Poll::Ready(Err(Error::Cancelled));
+        }
+        self.future.as_mut().poll(cx)
+    }
 }
 
 /// A client handle's state.
@@ -103,14 +166,14 @@ impl ClientState {
         Ok(())
     }
 
-    fn register(&self, canceller: Canceller) -> Result<u64> {
+    fn register(&self, stop: Stop) -> Result<u64> {
         let mut calls = self.lock_calls();
         if self.closing.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         calls.next += 1;
         let id = calls.next;
-        calls.live.insert(id, canceller);
+        calls.live.insert(id, stop);
         Ok(id)
     }
 
@@ -130,26 +193,20 @@ impl ClientState {
         }
     }
 
-    /// Runs `future` on the library's runtime and blocks until it completes (or the client
-    /// closes).
+    /// Runs `future` to completion on the calling thread (within the library's runtime) and
+    /// returns its result, or `Error::Closed` when the client closes first.
     pub(crate) fn call<T, F>(&self, future: F) -> Result<T>
     where
-        T: Send + 'static,
-        F: Future<Output = Result<T>> + Send + 'static,
+        F: Future<Output = Result<T>>,
     {
         self.check_process()?;
-        if self.closing.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        let pending = Pending::spawn(future);
-        let id = match self.register(pending.canceller()) {
-            Ok(id) => id,
-            Err(error) => {
-                pending.cancel();
-                return Err(error);
-            }
-        };
-        let result = pending.wait();
+        let flag = Arc::new(StopFlag::default());
+        let id = self.register(Stop::Blocking(flag.clone()))?;
+        let result = runtime::block_on(Stoppable {
+            future: Box::pin(future),
+            flag,
+        })
+        .and_then(|result| result);
         self.unregister(id);
         self.closed_if_cancelled(result)
     }
@@ -176,7 +233,7 @@ impl ClientState {
             };
             calls.next += 1;
             let id = calls.next;
-            calls.live.insert(id, pending.canceller());
+            calls.live.insert(id, Stop::Async(pending.canceller()));
             (pending, id)
         };
         let state = self.clone();
@@ -201,9 +258,9 @@ impl ClientState {
             // Not tracked: the close itself must not be cancelled below.
             Pending::spawn(async move { client.close().await }).wait()?;
         }
-        let cancellers: Vec<Canceller> = self.lock_calls().live.values().cloned().collect();
-        for canceller in cancellers {
-            canceller.cancel();
+        let live: Vec<Stop> = self.lock_calls().live.values().cloned().collect();
+        for call in live {
+            call.stop();
         }
         if !IN_CALLBACK.with(Cell::get) {
             let mut calls = self.lock_calls();

@@ -285,6 +285,12 @@ export declare class Lease<V = Buffer> {
   holderSync(): V | null
   readonly fencingToken: Version | null
   readonly isHeld: boolean
+  /** The lease's state now. */
+  readonly state: { state: 'notHeld' | 'held' | 'lost'; fencingToken: Version | null; loss: Loss | null }
+  /** Waits until not held: the loss, or null if released (or never held); STATESTORE_TIMEOUT after `timeout` ms. */
+  lost(options?: { timeout?: number }): Promise<Loss | null>
+  lostSync(options?: { timeout?: number }): Loss | null
+  /** A stream with one `lost` event when the lease is lost. */
   lossEvents(): Observation<V>
 }
 

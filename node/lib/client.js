@@ -414,6 +414,23 @@ class Lease {
   get isHeld() {
     return this.#native.isHeld
   }
+  /** `{ state: 'notHeld' | 'held' | 'lost', fencingToken, loss }`. */
+  get state() {
+    const s = this.#native.state
+    return { state: s.state, fencingToken: s.fencingToken ?? null, loss: s.loss ?? null }
+  }
+  /**
+   * Waits until the lease is not held: its loss, or `null` if released (or never held);
+   * STATESTORE_TIMEOUT if still held after `options.timeout` ms.
+   */
+  async lost(options) {
+    const { timeout } = args.options(options, 'options', ['timeout'])
+    return (await this.#native.lost(args.duration(timeout, 'options.timeout'))) ?? null
+  }
+  lostSync(options) {
+    const { timeout } = args.options(options, 'options', ['timeout'])
+    return this.#native.lostSync(args.duration(timeout, 'options.timeout')) ?? null
+  }
   lossEvents() {
     return lossEvents(this.#native.lossEvents(), this.#strings)
   }

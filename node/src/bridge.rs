@@ -21,10 +21,22 @@ pub fn bytes(value: JsBytes) -> Bytes {
     }
 }
 
-/// A JavaScript number of milliseconds as a duration; the JS wrapper has already refused
-/// negative, NaN and infinite values with a TypeError/RangeError naming the parameter.
-pub fn millis(ms: f64) -> Duration {
-    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+/// A JavaScript number of milliseconds as a duration. The JS wrapper checked the type; a
+/// negative, NaN or unrepresentable value is core's `INVALID_ARGUMENT`, naming the parameter
+/// (as every binding reports bad values).
+pub fn millis(name: &str, ms: f64) -> statestore::Result<Duration> {
+    if ms.is_nan() || ms < 0.0 {
+        return Err(statestore::Error::InvalidArgument(format!(
+            "{name}: {ms} ms is not a duration (it must be a number >= 0)"
+        )));
+    }
+    Duration::try_from_secs_f64(ms / 1000.0)
+        .map_err(|_| statestore::Error::InvalidArgument(format!("{name}: {ms} ms is too long")))
+}
+
+/// [`millis`] of an optional argument.
+pub fn millis_opt(name: &str, ms: Option<f64>) -> statestore::Result<Option<Duration>> {
+    ms.map(|ms| millis(name, ms)).transpose()
 }
 
 /// Bytes for JavaScript: a Buffer (copied once into V8's heap).

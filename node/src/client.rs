@@ -10,7 +10,7 @@ use statestore::{
 };
 
 use crate::bindings::{OptionValue, Pending};
-use crate::bridge::{self, buffer, bytes, millis, JsBytes};
+use crate::bridge::{self, buffer, bytes, millis, millis_opt, JsBytes};
 use crate::events::NativeEvents;
 use crate::keys::NativeKeys;
 use crate::registry;
@@ -110,13 +110,13 @@ fn set_options(options: Option<NativeSetOptions>) -> statestore::Result<SetOptio
         });
     }
     if let Some(expiry) = options.expiry {
-        set = set.expiry(millis(expiry));
+        set = set.expiry(millis("expiry", expiry)?);
     }
     if let Some(token) = token("fencingToken", options.fencing_token)? {
         set = set.fencing_token(token);
     }
     if let Some(timeout) = options.timeout {
-        set = set.timeout(millis(timeout));
+        set = set.timeout(millis("timeout", timeout)?);
     }
     if let Some(persist) = options.persist {
         set = set.persist(persist);
@@ -131,7 +131,7 @@ fn delete_options(options: Option<NativeDeleteOptions>) -> statestore::Result<De
         delete = delete.fencing_token(token);
     }
     if let Some(timeout) = options.timeout {
-        delete = delete.timeout(millis(timeout));
+        delete = delete.timeout(millis("timeout", timeout)?);
     }
     Ok(delete)
 }
@@ -273,9 +273,13 @@ impl NativeClient {
         key: JsBytes,
         timeout: Option<f64>,
     ) -> Pending<Option<statestore::Value>> {
+        let timeout = match millis_opt("timeout", timeout) {
+            Ok(timeout) => timeout,
+            Err(error) => return Pending::ready(Err(error)),
+        };
         let client = Client::clone(&self.client);
         let key = bytes(key);
-        Pending::spawn(async move { client.get_with_timeout(key, timeout.map(millis)).await })
+        Pending::spawn(async move { client.get_with_timeout(key, timeout).await })
     }
 
     #[napi]

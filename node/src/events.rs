@@ -9,7 +9,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::bindings::{Event, EventStream};
-use crate::bridge::{self, buffer, millis};
+use crate::bridge::{self, buffer, millis_opt};
 use crate::client::version;
 use crate::registry;
 
@@ -104,7 +104,8 @@ impl NativeEvents {
     /// wait timed out; throws `STATESTORE_CLOSED` when the stream has ended.
     #[napi]
     pub fn next_sync(&self, env: &Env, timeout: Option<f64>) -> napi::Result<Option<JsEvent>> {
-        let event = bridge::sync(env, self.stream.next_timeout(timeout.map(millis)))?;
+        let timeout = bridge::sync(env, millis_opt("timeout", timeout))?;
+        let event = bridge::sync(env, self.stream.next_timeout(timeout))?;
         Ok(event.map(js_event))
     }
 

@@ -8,12 +8,14 @@ use napi::bindgen_prelude::{Buffer, Object};
 use napi::Env;
 use napi_derive::napi;
 use statestore::bindings::{EventStream, Pending};
-use statestore::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, UpdateTxn};
+use statestore::lease::{
+    AcquireOutcome, Election, Lease, LeaseState, Lock, LockGuard, Loss, UpdateTxn,
+};
 use statestore::{Client, Error};
 
-use crate::bridge::{self, buffer, bytes, millis, JsBytes};
+use crate::bridge::{self, buffer, bytes, millis, millis_opt, JsBytes};
 use crate::client::NativeClient;
-use crate::events::NativeEvents;
+use crate::events::{js_loss, JsLoss, NativeEvents};
 
 /// The result of one acquisition attempt.
 #[napi(object)]
@@ -77,7 +79,7 @@ impl NativeLease {
 
     fn try_acquire_pending(&self, ttl: f64) -> Pending<AcquireOutcome> {
         let lease = self.lease.clone();
-        Pending::spawn(async move { lease.try_acquire(millis(ttl)).await })
+        Pending::spawn(async move { lease.try_acquire(millis("ttl", ttl)?).await })
     }
 
     #[napi]
@@ -96,8 +98,12 @@ impl NativeLease {
         let lease = self.lease.clone();
         Pending::spawn(async move {
             let token = match timeout {
-                Some(t) => lease.acquire_timeout(millis(ttl), millis(t)).await?,
-                None => lease.acquire(millis(ttl)).await?,
+                Some(t) => {
+                    lease
+                        .acquire_timeout(millis("ttl", ttl)?, millis("timeout", t)?)
+                        .await?
+                }
+                None => lease.acquire(millis("ttl", ttl)?).await?,
             };
             Ok(token.to_string())
         })
@@ -188,6 +194,63 @@ impl NativeLease {
     pub fn loss_events(&self, env: &Env) -> NativeEvents {
         NativeEvents::new(env, EventStream::from_lease_loss(&self.lease))
     }
+
+    /// `{ state: 'notHeld' | 'held' | 'lost', fencingToken, loss }`.
+    #[napi(getter)]
+    pub fn state(&self) -> JsLeaseState {
+        match self.lease.state() {
+            LeaseState::Held { token } => JsLeaseState {
+                state: "held".into(),
+                fencing_token: Some(token.to_string()),
+                loss: None,
+            },
+            LeaseState::Lost(loss) => JsLeaseState {
+                state: "lost".into(),
+                fencing_token: None,
+                loss: Some(js_loss(&loss)),
+            },
+            _ => JsLeaseState {
+                state: "notHeld".into(),
+                fencing_token: None,
+                loss: None,
+            },
+        }
+    }
+
+    fn lost_pending(&self, timeout: Option<f64>) -> Pending<Option<Loss>> {
+        let lease = self.lease.clone();
+        Pending::spawn(async move {
+            match millis_opt("timeout", timeout)? {
+                None => Ok(lease.lost().await),
+                Some(limit) => tokio::time::timeout(limit, lease.lost())
+                    .await
+                    .map_err(|_| Error::Timeout(limit)),
+            }
+        })
+    }
+
+    /// Waits until the lease is not held: the loss, or `null` if it was released (or never
+    /// held); `STATESTORE_TIMEOUT` if still held after `timeout` ms.
+    #[napi]
+    pub fn lost<'env>(&self, env: &'env Env, timeout: Option<f64>) -> napi::Result<Object<'env>> {
+        bridge::promise(env, self.lost_pending(timeout), |_, l| {
+            Ok(l.as_ref().map(js_loss))
+        })
+    }
+
+    #[napi]
+    pub fn lost_sync(&self, env: &Env, timeout: Option<f64>) -> napi::Result<Option<JsLoss>> {
+        bridge::wait(env, self.lost_pending(timeout)).map(|l| l.as_ref().map(js_loss))
+    }
+}
+
+/// A lease's state.
+#[napi(object)]
+pub struct JsLeaseState {
+    /// `'notHeld'`, `'held'` or `'lost'`.
+    pub state: String,
+    pub fencing_token: Option<String>,
+    pub loss: Option<JsLoss>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -209,9 +272,10 @@ impl NativeLock {
         timeout: Option<f64>,
         auto_renew: Option<bool>,
     ) -> napi::Result<Self> {
-        let mut lock = bridge::sync(env, Lock::new(&client_of(client), bytes(name), millis(ttl)))?;
+        let ttl = bridge::sync(env, millis("ttl", ttl))?;
+        let mut lock = bridge::sync(env, Lock::new(&client_of(client), bytes(name), ttl))?;
         if let Some(timeout) = timeout {
-            lock = lock.timeout(millis(timeout));
+            lock = lock.timeout(bridge::sync(env, millis("timeout", timeout))?);
         }
         if let Some(on) = auto_renew {
             lock = lock.auto_renew(on);
@@ -489,7 +553,7 @@ impl NativeElection {
                 &client_of(client),
                 bytes(name),
                 bytes(candidate),
-                millis(ttl),
+                bridge::sync(env, millis("ttl", ttl))?,
             ),
         )?;
         Ok(NativeElection { election })
@@ -499,7 +563,7 @@ impl NativeElection {
         let election = self.election.clone();
         Pending::spawn(async move {
             let token = match timeout {
-                Some(t) => election.campaign_timeout(millis(t)).await?,
+                Some(t) => election.campaign_timeout(millis("timeout", t)?).await?,
                 None => election.campaign().await?,
             };
             Ok(token.to_string())

@@ -186,7 +186,9 @@ static void window_open(struct window *w) {
     w->at = now_ns();
     w->cpu = cpu_seconds();
     w->service_cpu = service_cpu();
-    atomic_store(&phase, MEASURE);
+    /* A failure during the warm-up has stopped the run already: keep it stopped. */
+    int warm = WARMUP;
+    atomic_compare_exchange_strong(&phase, &warm, MEASURE);
 }
 
 static void print_figures(const struct window *w) {
@@ -291,7 +293,7 @@ static void issue(struct slot *s) {
     statestore_status st =
         strcmp(op, "set") == 0
             ? statestore_set_async(client, (const uint8_t *)s->key, s->key_len, value, (size_t)A.size, NULL, set_cb, s)
-            : statestore_get_async(client, (const uint8_t *)s->key, s->key_len, 0, get_cb, s);
+            : statestore_get_async(client, (const uint8_t *)s->key, s->key_len, -1, get_cb, s);
     if (st != STATESTORE_OK) {
         failure("async call", st, statestore_last_error_message());
         retire();
@@ -354,7 +356,7 @@ static void *sync_worker(void *arg) {
             statestore_set_result_free(r);
         } else {
             statestore_value *v = NULL;
-            statestore_status st = statestore_get(client, (const uint8_t *)s->key, s->key_len, 0, &v);
+            statestore_status st = statestore_get(client, (const uint8_t *)s->key, s->key_len, -1, &v);
             if (st != STATESTORE_OK) failure("GET", st, statestore_last_error_message());
             else if (!v || v->len != (size_t)A.size) failure("GET returned the wrong length", st, "");
             else success(p, sent);

@@ -140,7 +140,8 @@ class Window {
     this.at = performance.now();
     this.cpu = cpuSeconds();
     this.serviceCpu = serviceCpu(args.servicePid);
-    gate.phase = MEASURE;
+    // A failure during the warm-up has stopped the run already: keep it stopped.
+    if (gate.phase === WARMUP) gate.phase = MEASURE;
   }
   figures(recorder) {
     const endCpu = cpuSeconds();

@@ -138,7 +138,8 @@ class Window:
         self.at = time.perf_counter_ns()
         self.cpu = cpu_seconds()
         self.service_cpu = service_cpu(self.service_pid)
-        gate.phase = MEASURE
+        if gate.phase == WARMUP:  # a failure during the warm-up has stopped the run already
+            gate.phase = MEASURE
 
     def figures(self, recorder: Recorder) -> Dict[str, Any]:
         end_cpu = cpu_seconds()

@@ -23,6 +23,19 @@ export declare const ErrorCodes: Readonly<Record<ErrorName, ErrorCode>>
 /** Core's error table: name, numeric code, category and a one-line description of each code. */
 export declare const ERROR_TABLE: ReadonlyArray<{ name: ErrorName; code: number; category: ErrorCategory; description: string }>
 
+/**
+ * Every connection setting of the core: `jsName` is the `ConnectOptions` key, `kind` its type
+ * (`duration`: milliseconds), `env` the `AIO_*` variable `fromEnv` reads it from.
+ */
+export declare const CONNECT_OPTIONS: ReadonlyArray<{
+  name: string
+  jsName: keyof ConnectOptions
+  kind: 'str' | 'path' | 'port' | 'bool' | 'duration' | 'int'
+  env: string | null
+  default: string
+  doc: string
+}>
+
 export type ErrorName =
   | 'OK' | 'INVALID_ARGUMENT' | 'TIMEOUT' | 'CONNECTION_LOST' | 'CONNECTION' | 'UNEXPECTED_PAYLOAD'
   | 'RPC' | 'CLOCK' | 'CLOSED' | 'RUNTIME' | 'NOT_HELD' | 'CANCELLED' | 'INTERNAL' | 'TIMESTAMP_SKEW'

@@ -11,8 +11,9 @@ const EVENT_KINDS = ['set', 'delete', 'resynced', 'elected', 'vacant', 'lost']
 const ERROR_TABLE = native.errorCodes()
 const ErrorCodes = Object.freeze(Object.fromEntries(ERROR_TABLE.map((e) => [e.name, 'STATESTORE_' + e.name])))
 
-/** Core's connection settings by camelCase name. */
-const CONNECT_OPTIONS = new Map(native.connectOptions().map((o) => [o.jsName, o]))
+/** Core's connection settings: name, jsName, kind, env, default, doc of each. */
+const CONNECT_OPTION_TABLE = Object.freeze(native.connectOptions().map((o) => Object.freeze({ ...o, env: o.env ?? null })))
+const CONNECT_OPTIONS = new Map(CONNECT_OPTION_TABLE.map((o) => [o.jsName, o]))
 const JS_ONLY_OPTIONS = ['returnStrings']
 
 function settings(options, name) {
@@ -673,4 +674,16 @@ class Client {
   }
 }
 
-module.exports = { Client, Observation, KeyIterator, Lock, LockGuard, Lease, Election, ErrorCodes, ERROR_TABLE, compareVersions }
+module.exports = {
+  Client,
+  Observation,
+  KeyIterator,
+  Lock,
+  LockGuard,
+  Lease,
+  Election,
+  ErrorCodes,
+  ERROR_TABLE,
+  CONNECT_OPTIONS: CONNECT_OPTION_TABLE,
+  compareVersions,
+}

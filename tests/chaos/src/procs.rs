@@ -15,6 +15,20 @@ const START_DEADLINE: Duration = Duration::from_secs(20);
 
 type Result<T> = std::result::Result<T, String>;
 
+/// Makes the kernel kill the child when this process dies, however it dies: a killed run or
+/// test leaves no broker or server behind.
+pub fn die_with_parent(command: &mut Command) -> &mut Command {
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
 fn append(path: &Path) -> Result<std::fs::File> {
     OpenOptions::new()
         .create(true)
@@ -71,7 +85,7 @@ impl ServerProcess {
     }
 
     async fn spawn(&mut self) -> Result<()> {
-        let mut child = Command::new(&self.binary)
+        let mut child = die_with_parent(&mut Command::new(&self.binary))
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -179,7 +193,7 @@ impl MosquittoProcess {
 
     async fn spawn(&mut self) -> Result<()> {
         let log = append(&self.dir.join("mosquitto.log"))?;
-        let mut child = Command::new(binary())
+        let mut child = die_with_parent(&mut Command::new(binary()))
             .arg("-c")
             .arg(self.dir.join("mosquitto.conf"))
             .stdin(Stdio::null())

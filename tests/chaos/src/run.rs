@@ -263,7 +263,7 @@ fn spawn_writer(
     let stderr = std::fs::File::create(config.out.join(format!("{ring}-{flavour}.stderr")))
         .map_err(|e| e.to_string())?;
     let (program, leading) = command.split_first().ok_or("empty writer command")?;
-    let child = Command::new(program)
+    let child = crate::procs::die_with_parent(&mut Command::new(program))
         .args(leading)
         .args([
             proxy.ip().to_string(),

@@ -46,7 +46,16 @@ impl Hostile {
 }
 
 impl Drop for Hostile {
+    /// Closing stdin stops it (and its Mosquitto); killed if it has not ended in 10 s.
     fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -311,7 +311,8 @@ impl Drop for Sink {
 /// callback replaces this one, which then gets its final NULL call. The final NULL call
 /// comes when the observation ends; it may run on the thread that ends it (the one calling
 /// `statestore_observation_close()`, `_free()`, `statestore_unobserve()` or
-/// `statestore_close()`).
+/// `statestore_close()`); it must not call functions on this observation other than
+/// `statestore_observation_free()`.
 ///
 /// # Safety
 /// `callback` must be safe to call from another thread with `user_data`.

@@ -419,5 +419,6 @@ async fn close_fails_later_calls_and_ends_observations() {
         Err(Error::Closed)
     );
     assert!(matches!(clone.observe("k").await, Err(Error::Closed)));
+    assert_eq!(clone.unobserve("k").await, Err(Error::Closed));
     clone.close().await.unwrap();
 }

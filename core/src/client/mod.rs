@@ -304,10 +304,14 @@ impl Client {
     }
 
     /// Ends every observation of `key` on this client (their streams end) and stops its
-    /// registration with the service. Does nothing if the key is not observed.
+    /// registration with the service. Does nothing if the key is not observed; fails with
+    /// [`Error::Closed`] once the client is closed, like every other call.
     pub async fn unobserve(&self, key: impl Into<Bytes>) -> Result<()> {
         let key = key.into();
         validate::key(&key)?;
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
         self.bounded(observe::unobserve(&self.inner.shared, key))
             .await
     }

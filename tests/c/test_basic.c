@@ -10,6 +10,20 @@ int main(void) {
     test_key(k3, sizeof k3, "fenced");
     test_key(pattern, sizeof pattern, "*");
 
+    /* options from the AIO_* environment of a pod */
+    statestore_options *env = NULL;
+    unsetenv("AIO_BROKER_HOSTNAME");
+    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_options_from_env(&env));
+    CHECK(env == NULL && strstr(statestore_last_error_message(), "AIO_BROKER_HOSTNAME") != NULL);
+    setenv("AIO_BROKER_HOSTNAME", "127.0.0.1", 1);
+    setenv("AIO_BROKER_TCP_PORT", getenv("STATESTORE_TEST_PORT"), 1);
+    setenv("AIO_MQTT_USE_TLS", "false", 1);
+    OK(statestore_options_from_env(&env));
+    statestore_client *from_env = NULL;
+    OK(statestore_connect(env, &from_env));
+    OK(statestore_options_free(env));
+    OK(statestore_client_free(from_env));
+
     statestore_client *client = test_connect();
     const char *id = NULL;
     OK(statestore_client_id(client, &id));

@@ -2,8 +2,8 @@
 //! Ctrl-C checked between slices) or delivered to an asyncio future from the library's
 //! dispatcher thread.
 
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -31,6 +31,69 @@ pub fn block<T: Send + 'static>(py: Python<'_>, mut pending: Pending<T>) -> PyRe
             return Err(interrupted);
         }
     }
+}
+
+/// Deliveries to asyncio running on the dispatcher thread, and whether the interpreter is
+/// shutting down. A thread that holds the GIL when finalization begins and gives it up (a
+/// delivery does, inside `call_soon_threadsafe`'s socket write) is ended by CPython with
+/// `pthread_exit`, which cannot unwind through Rust frames and aborts the process. So at exit
+/// (an `atexit` hook, before finalization) new deliveries are refused and the ones under way
+/// are waited for.
+struct Deliveries {
+    closed: bool,
+    running: usize,
+}
+
+static DELIVERIES: Mutex<Deliveries> = Mutex::new(Deliveries {
+    closed: false,
+    running: 0,
+});
+static DELIVERED: Condvar = Condvar::new();
+
+/// How long exit waits for a delivery under way (each is a few microseconds of Python).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Marks one delivery as running while it lives; `None` once shutting down.
+struct Delivering;
+
+impl Delivering {
+    fn start() -> Option<Delivering> {
+        let mut d = DELIVERIES.lock().unwrap_or_else(|e| e.into_inner());
+        if d.closed {
+            return None;
+        }
+        d.running += 1;
+        Some(Delivering)
+    }
+}
+
+impl Drop for Delivering {
+    fn drop(&mut self) {
+        let mut d = DELIVERIES.lock().unwrap_or_else(|e| e.into_inner());
+        d.running -= 1;
+        DELIVERED.notify_all();
+    }
+}
+
+/// Called at interpreter exit (atexit): stops delivering results to Python and waits for the
+/// deliveries under way.
+#[pyfunction]
+pub fn _shutdown(py: Python<'_>) {
+    py.detach(|| {
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        let mut d = DELIVERIES.lock().unwrap_or_else(|e| e.into_inner());
+        d.closed = true;
+        while d.running > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            d = DELIVERED
+                .wait_timeout(d, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    });
 }
 
 /// Starts `future` on the core runtime; its output is converted by `conv` when delivered.
@@ -107,7 +170,12 @@ impl Call {
     ) -> PyResult<()> {
         let pending = self.take()?;
         pending.on_complete(move |result| {
-            // None: the interpreter is finalizing, nobody is left to tell.
+            let Some(_delivering) = Delivering::start() else {
+                // Exiting: nobody is left to tell. (The Python objects are released later by
+                // PyO3's pool, or never, at exit.)
+                return;
+            };
+            // None: the interpreter is finalizing.
             let _ = Python::try_attach(|py| {
                 let (ok, value) = match result.map_err(|e| to_py(py, &e)).and_then(|c| c(py)) {
                     Ok(value) => (true, value),

@@ -85,6 +85,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lease::Election>()?;
     m.add_function(wrap_pyfunction!(errors::_set_error_factory, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(call::_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

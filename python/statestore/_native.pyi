@@ -28,12 +28,14 @@ __all__ = [
     "Version",
     "__version__",
     "_set_error_factory",
+    "_shutdown",
     "connect_options",
     "error_codes",
 ]
 
 def error_codes() -> List[Tuple[int, str, str, str, str]]: ...
 def connect_options() -> List[Tuple[str, str, str, str]]: ...
+def _shutdown() -> None: ...
 def _set_error_factory(factory: Callable[[int, str, bool], BaseException]) -> None: ...
 
 @final

@@ -56,7 +56,7 @@ if ls python/statestore/_native*.so >/dev/null 2>&1; then
   export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 fi
 if [ -z "$python" ]; then
-  for candidate in python/.venv/bin/python target/python-venv/bin/python python3; do
+  for candidate in "$target_dir/chaos/venv/bin/python" python/.venv/bin/python python3; do
     if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import statestore; statestore.Client; statestore.AsyncClient' >/dev/null 2>&1; then
       python="$candidate"; break
     fi

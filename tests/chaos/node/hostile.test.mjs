@@ -155,7 +155,7 @@ describe('hostile input', () => {
     const calls = [
       () => closed.set('k', 'v'), () => closed.get('k'), () => closed.delete('k'), () => closed.vdel('k', 'v'),
       async () => { for await (const _ of closed.keys('*')) { /* drain */ } },
-      async () => { await closed.observe('k').ready }, () => closed.lock('l', { ttl: 1000 }),
+      async () => { await closed.observe('k').ready }, () => closed.unobserve('k'), () => closed.lock('l', { ttl: 1000 }),
       () => closed.lease('l', 'me').tryAcquire({ ttl: 1000 }), () => closed.election('e', 'me', { ttl: 1000 }).tryCampaign(),
       async () => closed.setSync('k', 'v'), async () => closed.getSync('k'),
     ]

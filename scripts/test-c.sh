@@ -108,6 +108,7 @@ for src in tests/c/test_*.c; do
 done
 run "build test_cpp (dynamic)" 180 g++ "${cxxflags[@]}" $(pkg-config --cflags statestore) tests/c/test_cpp.cpp -o "$bin/test_cpp" "${dyn_libs[@]}"
 run "build test_cpp (static)" 180 g++ "${cxxflags[@]}" $(pkg-config --cflags statestore) tests/c/test_cpp.cpp -o "$bin/test_cpp.static" "${static_libs[@]}"
+run "build test_cpp (asan)" 180 g++ "${cxxflags[@]}" -g -fsanitize=address -fno-omit-frame-pointer $(pkg-config --cflags statestore) tests/c/test_cpp.cpp -o "$bin/test_cpp.asan" "${dyn_libs[@]}"
 run "static binaries do not load libstatestore.so" 10 bash -c "! ldd '$bin/test_basic.static' | grep -q libstatestore"
 programs+=(test_cpp)
 

@@ -1327,8 +1327,9 @@ statestore_status statestore_lease_watch_loss(const struct statestore_lease *lea
                                               struct statestore_observation **observation);
 
 /**
- * Frees a lease handle (a held lease stops renewing and expires after its TTL: release it
- * first). NULL does nothing.
+ * Frees a lease handle. A lease still held stops renewing and is released in the
+ * background (call `statestore_lease_release()` first to know the outcome). NULL does
+ * nothing.
  *
  * # Safety
  * No pointer is dereferenced.
@@ -1453,7 +1454,9 @@ statestore_status statestore_election_watch_loss(const struct statestore_electio
                                                  struct statestore_observation **observation);
 
 /**
- * Frees an election handle (a leader stops renewing: resign first). NULL does nothing.
+ * Frees an election handle. A leader stops renewing and its leadership is released in the
+ * background (call `statestore_election_resign()` first to know the outcome). NULL does
+ * nothing.
  *
  * # Safety
  * No pointer is dereferenced.

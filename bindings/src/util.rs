@@ -20,6 +20,10 @@ pub(crate) struct Handles<T> {
 
 const TAG_SHIFT: u32 = 56;
 
+// Handles are ids with a type tag in the top byte, carried in pointers.
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("libstatestore needs 64-bit pointers (handles carry a 64-bit id)");
+
 impl<T: Send + Sync + 'static> Handles<T> {
     pub(crate) const fn new(tag: u8, what: &'static str) -> Self {
         Self {

@@ -273,7 +273,7 @@ impl BindingsProfile {
             value_sizes: vec![16, 1024],
             in_flight: vec![1, 16, 64],
             brokers: vec![Broker::Embedded, Broker::Mosquitto],
-            boundary_calls: 1_000_000,
+            boundary_calls: 200_000,
             memory_ops: 1_000_000,
         }
     }
@@ -286,7 +286,7 @@ impl BindingsProfile {
             warmup: Duration::from_millis(100),
             measure: Duration::from_millis(300),
             in_flight: vec![1, 64],
-            boundary_calls: 100_000,
+            boundary_calls: 20_000,
             memory_ops: 40_000,
             ..Self::full()
         }

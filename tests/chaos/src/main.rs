@@ -6,6 +6,9 @@
 //! - `statestore-chaos writer async|blocking HOST PORT LOCK COUNTER PREFIX DURATION_MS
 //!   TIMEOUT_MS LOG`: the Rust writers.
 //! - `statestore-chaos check DIR`: judges a finished run again.
+//! - `statestore-chaos secure [--server-bin PATH]`: TLS, client-certificate and password
+//!   fixtures on Mosquitto with a state store; prints their description as one JSON line,
+//!   serves until stdin is closed.
 //! - `statestore-chaos hostile [--for 600s]`: a malicious state store on a fresh Mosquitto;
 //!   prints `hostile ready on 127.0.0.1:PORT`, serves until stdin is closed.
 
@@ -15,6 +18,7 @@ mod procs;
 mod proxy;
 mod record;
 mod run;
+mod secure;
 mod writer;
 
 use std::path::PathBuf;
@@ -82,6 +86,62 @@ fn parse_run(args: &[String]) -> Result<run::RunConfig, String> {
     Ok(config)
 }
 
+/// Blocks until stdin is closed, or `limit` passes.
+async fn stdin_closed(limit: Duration) {
+    // A plain thread: a runtime waits for its blocking tasks at shutdown, and this one may
+    // never return.
+    let (closed, stdin) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let mut sink = [0u8; 256];
+        let mut stdin = std::io::stdin();
+        while matches!(std::io::Read::read(&mut stdin, &mut sink), Ok(n) if n > 0) {}
+        let _ = closed.send(());
+    });
+    let _ = tokio::time::timeout(limit, stdin).await;
+}
+
+/// The security fixtures (see `secure.rs`), until stdin closes (at most 30 minutes).
+fn serve_secure(args: &[String]) -> Result<bool, String> {
+    let server_bin = match args {
+        [flag, path] if flag == "--server-bin" => PathBuf::from(path),
+        [] => std::env::current_exe()
+            .map_err(|e| e.to_string())?
+            .with_file_name("statestore-server"),
+        _ => return Err("secure [--server-bin PATH]".into()),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let dir = std::env::temp_dir().join(format!("statestore-secure-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let description = secure::prepare(&dir)?;
+        let plain = description["ports"]["plain"].as_u64().unwrap_or(0) as u16;
+        let broker = procs::MosquittoProcess::start_configured(&dir, plain).await?;
+        let server = procs::ServerProcess::start(
+            &server_bin,
+            vec![
+                "--broker".into(),
+                format!("mqtt://127.0.0.1:{plain}"),
+                "--log-level".into(),
+                "warn".into(),
+            ],
+            dir.join("server.log"),
+        )
+        .await?;
+        println!("{description}");
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        stdin_closed(Duration::from_secs(1800)).await;
+        drop(server);
+        drop(broker);
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(true)
+    })
+}
+
 /// Mosquitto plus the malicious responder, until stdin closes or the time runs out.
 fn serve_hostile(args: &[String]) -> Result<bool, String> {
     let limit = match args {
@@ -101,16 +161,7 @@ fn serve_hostile(args: &[String]) -> Result<bool, String> {
         println!("hostile ready on {}", broker.addr());
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        // A plain thread: a runtime waits for its blocking tasks at shutdown, and this one
-        // may never return.
-        let (closed, stdin) = tokio::sync::oneshot::channel::<()>();
-        std::thread::spawn(move || {
-            let mut sink = [0u8; 256];
-            let mut stdin = std::io::stdin();
-            while matches!(std::io::Read::read(&mut stdin, &mut sink), Ok(n) if n > 0) {}
-            let _ = closed.send(());
-        });
-        let _ = tokio::time::timeout(limit, stdin).await;
+        stdin_closed(limit).await;
         service.abort();
         drop(broker);
         let _ = std::fs::remove_dir_all(&dir);
@@ -144,6 +195,7 @@ fn main() -> ExitCode {
             })
         }
         Some("hostile") => serve_hostile(&args[1..]),
+        Some("secure") => serve_secure(&args[1..]),
         Some("check") => match args.get(1) {
             Some(dir) => check::check_dir(std::path::Path::new(dir)),
             None => Err("check DIR".into()),

@@ -144,6 +144,12 @@ impl MosquittoProcess {
             dir.display()
         );
         std::fs::write(dir.join("mosquitto.conf"), config).map_err(|e| e.to_string())?;
+        Self::start_configured(dir, port).await
+    }
+
+    /// Starts Mosquitto on the configuration `dir/mosquitto.conf` written by the caller, and
+    /// waits until `port` (one of its listeners) accepts connections.
+    pub async fn start_configured(dir: &Path, port: u16) -> Result<MosquittoProcess> {
         let mut broker = MosquittoProcess {
             port,
             dir: dir.to_path_buf(),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 17 in its short form, for bash .ci/run: the checker's own tests, the Rust clients
-# against the malicious state store, the hostile-input tests of the C, Python and Node
-# bindings (with the malicious state store too), then the chaos run for about two minutes
+# against the malicious state store and the security fixtures, the hostile-input and
+# connection-security tests of the C, Python and Node bindings, then the chaos run for about
+# two minutes
 # (CHAOS_DURATION overrides; every language that is built takes part, the others are
 # reported SKIPPED with the reason). Installs what it needs (mosquitto, libcjson-dev, a venv
 # with pytest/hypothesis/pytest-timeout, fast-check). Closing line: "N passed, N failed".
@@ -74,8 +75,31 @@ c_hostile() {
   rm -rf "$work"
   return $rc
 }
+# TLS, client certificates and passwords through the C ABI (tests/chaos/secure.json).
+c_secure() {
+  local lib="$target_dir/chaos/lib" bin="$target_dir/chaos/secure-c" work rc=1 i
+  gcc -std=c11 -Wall -Wextra -Werror -g -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude \
+    tests/chaos/c/secure.c -L"$lib" -Wl,-rpath,"$lib" -lstatestore -lcjson -lpthread -o "$bin" || return 1
+  work="$(mktemp -d)"
+  mkfifo "$work/secure.in"
+  "$CHAOS_BIN" secure <"$work/secure.in" >"$work/secure.out" &
+  local secure_pid=$!
+  exec 7>"$work/secure.in"
+  for i in $(seq 100); do [ -s "$work/secure.out" ] && break; sleep 0.2; done
+  if [ -s "$work/secure.out" ]; then
+    ASAN_OPTIONS="detect_leaks=1:exitcode=98" timeout 300 "$bin" "$(head -1 "$work/secure.out")" tests/chaos/secure.json
+    rc=$?
+  else
+    echo "statestore-chaos secure did not start"
+  fi
+  exec 7>&-
+  wait "$secure_pid" 2>/dev/null
+  rm -rf "$work"
+  return $rc
+}
 if [ -f include/statestore.h ] && timeout 1200 cargo build --quiet -p statestore-c; then
   step "C: hostile input (random calls, ASan+UBSan), close races, malicious server" c_hostile
+  step "C: TLS, client certificates, passwords, no secret in messages or logs" c_secure
 else
   skip c "libstatestore (bindings/) does not build"
 fi
@@ -97,7 +121,7 @@ python_ready() {
 }
 if python_ready; then
   export CHAOS_PYTHON="$venv/bin/python"
-  step "Python: hostile input (hypothesis) and malicious server" \
+  step "Python: hostile input (hypothesis), malicious server, connection security" \
     timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider --timeout 120 tests/chaos/python
 else
   skip python "the statestore package could not be built or imported"
@@ -111,8 +135,8 @@ node_ready() {
   (cd tests/chaos/node && { [ -d node_modules/fast-check ] || timeout 300 npm ci --no-audit --no-fund >/dev/null; })
 }
 if node_ready; then
-  step "Node: hostile input (fast-check) and malicious server" \
-    bash -c 'cd tests/chaos/node && timeout 900 node --test --test-timeout=120000 hostile.test.mjs'
+  step "Node: hostile input (fast-check), malicious server, connection security" \
+    bash -c 'cd tests/chaos/node && timeout 900 node --test --test-timeout=120000 hostile.test.mjs secure.test.mjs'
 else
   skip node "the statestore Node package could not be built or loaded"
 fi

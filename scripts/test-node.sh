@@ -49,7 +49,7 @@ run_suite() { # $1: project dir with statestore installed
   cp node/test/*.mjs "$project/test/"
   cp node/examples/quickstart.js "$project/"
   (cd "$project" && timeout 60 node quickstart.js >/dev/null && echo "README example: ok")
-  (cd "$project" && timeout 600 node --test --test-timeout=120000 --test-concurrency=2 test/)
+  (cd "$project" && timeout 600 node --test --test-timeout=120000 --test-concurrency=2 test/*.test.mjs)
 }
 
 echo "== node: npm install ./node into an empty project"
@@ -58,7 +58,7 @@ mkdir -p "$work/folder"
 run_suite "$work/folder"
 
 echo "== node: npm pack, then npm install of the tarball into an empty project"
-(cd node && timeout 120 npm pack --pack-destination "$work" >/dev/null)
+(cd node && timeout 120 npm pack --loglevel=warn --pack-destination "$work" >/dev/null)
 mkdir -p "$work/tarball"
 (cd "$work/tarball" && npm init -y >/dev/null && timeout 900 npm install "$work"/statestore-*.tgz)
 [ -d "$work/tarball/node_modules/statestore/crate" ] || { echo "the tarball has no Rust sources"; exit 1; }

@@ -4,7 +4,8 @@
 #   PREFIX/include/statestore.h, PREFIX/include/statestore.hpp,
 #   PREFIX/lib/pkgconfig/statestore.pc (and statestore-static.pc),
 #   PREFIX/lib/cmake/statestore/statestore-config.cmake (+ version file).
-# Usage: bash scripts/install-c.sh [PREFIX]     (default /usr/local; DESTDIR is honoured)
+# Usage: bash scripts/install-c.sh [PREFIX]     (default /usr/local; DESTDIR is honoured;
+#        STATESTORE_KEEP_DEBUG=1 keeps the debug info)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix="${1:-/usr/local}"
@@ -27,6 +28,11 @@ ln -sf "libstatestore.so.$version" "$dest/lib/libstatestore.so.$major"
 ln -sf "libstatestore.so.$major" "$dest/lib/libstatestore.so"
 install -m 0644 "$out/libstatestore.a" "$dest/lib/libstatestore.a"
 install -m 0644 include/statestore.h include/statestore.hpp "$dest/include/"
+# The release profile keeps debug info for the project's own backtraces; installed libraries
+# go without it (a fifth of the size) unless STATESTORE_KEEP_DEBUG=1.
+if [ "${STATESTORE_KEEP_DEBUG:-0}" != 1 ] && command -v strip >/dev/null; then
+  strip --strip-debug "$dest/lib/libstatestore.so.$version" "$dest/lib/libstatestore.a"
+fi
 
 cat > "$dest/lib/pkgconfig/statestore.pc" <<PC
 prefix=$prefix

@@ -33,8 +33,11 @@
  *   message naming the argument; nothing is sent. Keys and values are `(const uint8_t *,
  *   size_t)` pairs: binary safe, no NUL terminator needed; the pointer may be NULL when the
  *   length is 0. Input buffers are copied before a function returns. Durations are
- *   milliseconds; for a call timeout 0 means "the client's default", and where a negative
- *   timeout is accepted it means "no limit".
+ *   milliseconds. A negative timeout means "the default": the client's default call timeout
+ *   for requests (`statestore_get()`; the option structs have `has_timeout` flags instead),
+ *   no limit for waits (acquire, campaign, `statestore_observation_next()`). A zero call
+ *   timeout or expiry is refused with `STATESTORE_ERR_INVALID_ARGUMENT`; a zero wait means
+ *   one attempt (or, for `statestore_observation_next()`, only an event already queued).
  * - OWNERSHIP. Every object the library allocates has exactly one free function:
  *   handles (`statestore_client`, `statestore_options`, `statestore_observation`,
  *   `statestore_lock`, `statestore_lock_guard`, `statestore_lease`, `statestore_election`)

@@ -56,13 +56,7 @@ impl Client {
     }
 
     fn run<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
-        if self.pid != std::process::id() {
-            return Err(Error::Runtime(
-                "this client was created before fork and its connection belongs to the parent \
-                 process: create a new client in the child"
-                    .into(),
-            ));
-        }
+        ensure_created_here(self.pid, "client")?;
         runtime::block_on(call)?
     }
 
@@ -145,4 +139,16 @@ impl Client {
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
+}
+
+/// Fails with [`Error::Runtime`] in a process forked after the `what` was created in process
+/// `pid`: its connection stayed with the parent, so a call would wait for nothing.
+pub(crate) fn ensure_created_here(pid: u32, what: &str) -> Result<()> {
+    if pid != std::process::id() {
+        return Err(Error::Runtime(format!(
+            "this {what} was created before fork and its connection belongs to the parent \
+             process: create a new client in the child"
+        )));
+    }
+    Ok(())
 }

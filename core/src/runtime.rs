@@ -44,11 +44,13 @@ thread_local! {
 pub fn runtime() -> Result<Arc<Runtime>> {
     let pid = std::process::id();
     // The guarded value is replaced whole, never left half-written: a poisoned lock is usable.
-    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-    match slot.as_ref() {
+    let lock = || RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    match lock().as_ref() {
         Some((owner, runtime)) if *owner == pid => return Ok(runtime.clone()),
         _ => {}
     }
+    // Built without the lock held: building spawns threads (the long part), and a fork by
+    // another thread meanwhile would leave the lock held for good in the child.
     let runtime = Arc::new(
         Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
@@ -58,6 +60,17 @@ pub fn runtime() -> Result<Arc<Runtime>> {
             .build()
             .map_err(|e| Error::Runtime(format!("cannot start the internal runtime: {e}")))?,
     );
+    let mut slot = lock();
+    if let Some((_, winner)) = slot.as_ref().filter(|(owner, _)| *owner == pid) {
+        // Another thread built one first: use it, and let ours go (without waiting for its
+        // threads, which is not allowed if the caller is async).
+        let winner = winner.clone();
+        drop(slot);
+        if let Ok(ours) = Arc::try_unwrap(runtime) {
+            ours.shutdown_background();
+        }
+        return Ok(winner);
+    }
     if let Some(inherited) = slot.replace((pid, runtime.clone())) {
         // Built by the parent before fork: its threads are gone, so it cannot be shut down.
         std::mem::forget(inherited);

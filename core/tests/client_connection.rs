@@ -208,3 +208,48 @@ async fn a_refused_subscription_fails_connect() {
         "{err:?}"
     );
 }
+
+/// Issue 12 (also): `connect` reads its files (here the password file) on the blocking pool,
+/// not on the runtime's thread. The file is a FIFO whose writer waits for a task of the same
+/// single-threaded runtime: a read on the runtime's thread would block that task for good,
+/// and the writer then gives up and writes a wrong password.
+#[tokio::test]
+async fn connect_reads_its_files_off_the_runtime_thread() {
+    use std::os::unix::ffi::OsStrExt;
+
+    let server = Server::start(ServerConfig {
+        credentials: Some(Credentials {
+            username: "alice".into(),
+            password: "s3cret".into(),
+        }),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("password");
+    let path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+
+    let (go, runtime_ran) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            let password = match runtime_ran.recv_timeout(support::DEADLINE / 2) {
+                Ok(()) => "s3cret\n",
+                Err(_) => "the runtime's thread was blocked\n",
+            };
+            std::fs::write(&fifo, password).unwrap();
+        }
+    });
+    tokio::spawn(async move { go.send(()) });
+
+    let options = support::options(server.local_addr()).auth(Authentication::PasswordFile {
+        username: "alice".into(),
+        password_file: fifo,
+    });
+    let client = Client::connect(options).await;
+    writer.join().unwrap();
+    works(&client.expect("connected with the password the runtime's task let through")).await;
+}

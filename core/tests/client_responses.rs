@@ -184,10 +184,12 @@ async fn rpc_failures_and_odd_responses() {
                     ("__stat".into(), "503".into()),
                     ("__stMsg".into(), "service unavailable".into()),
                 ],
+                gate: None,
             },
             b"no-status" => Reply {
                 payload: bytes::Bytes::from_static(b"+OK\r\n"),
                 user_properties: vec![],
+                gate: None,
             },
             b"garbage" => Reply::ok(b"hello"),
             b"wrong-type" => Reply::ok(b":5\r\n"),

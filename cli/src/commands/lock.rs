@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
 
-use statestore::lease::{Lock, LockGuard, Loss};
+use statestore::lease::{Lock, LockGuard, Loss, LossReason};
 use statestore::{Client, Error};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -78,6 +78,7 @@ async fn hold_and_run(
             }
             loss = lost(&guard) => {
                 let ended = stop(&mut child, args.kill_after).await;
+                let loss = with_holder(client, &guard, loss).await;
                 return Err(Failure::new(
                     Status::LockLost,
                     format!(
@@ -124,6 +125,25 @@ async fn lost(guard: &LockGuard) -> Loss {
     match guard.lost().await {
         Some(loss) => loss,
         None => std::future::pending().await,
+    }
+}
+
+/// `loss` with the name of the holder that took the lock over. The library declares a
+/// takeover at once and reads the new holder afterwards: use its answer if it came, else
+/// read the holder now (the command is stopped already, so this delays nothing).
+async fn with_holder(client: &Client, guard: &LockGuard, loss: Loss) -> Loss {
+    if loss.reason != LossReason::TakenOver || loss.holder.is_some() {
+        return loss;
+    }
+    if let Some(known) = guard.state().loss().filter(|l| l.holder.is_some()) {
+        return known.clone();
+    }
+    match client.get(guard.name().clone()).await {
+        Ok(Some(value)) => Loss {
+            holder: Some(value.value),
+            ..loss
+        },
+        _ => loss,
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rumqttc::v5::mqttbytes::v5::{ConnAck, Packet, Publish};
+use rumqttc::v5::mqttbytes::v5::{ConnAck, Packet, Publish, SubscribeReasonCode};
 use rumqttc::v5::{ConnectionError, Event, EventLoop};
 use rumqttc::Outgoing;
 use tokio::sync::{mpsc, watch};
@@ -67,9 +67,7 @@ impl EventLoopTask {
                     self.on_connack(connack);
                 }
                 Ok(Event::Incoming(Packet::Publish(publish))) => self.route(publish),
-                Ok(Event::Incoming(Packet::SubAck(suback))) => {
-                    let _ = self.session.send(SessionEvent::SubAck(suback.return_codes));
-                }
+                Ok(Event::Incoming(Packet::SubAck(suback))) => self.on_suback(suback.return_codes),
                 Ok(_) => {}
                 Err(error) if !ever_connected => {
                     // The first attempt decides whether `connect` succeeds: report, then stop.
@@ -105,7 +103,7 @@ impl EventLoopTask {
         self.shared
             .broker_max_packet
             .store(max_packet, Ordering::Relaxed);
-        self.shared.connection.fetch_add(1, Ordering::AcqRel);
+        let connection = self.shared.connection.fetch_add(1, Ordering::AcqRel) + 1;
         if !connack.session_present {
             // rumqttc dropped whatever it had queued or in flight with the old session.
             let lost = self.shared.pending.fail_unknown();
@@ -121,11 +119,19 @@ impl EventLoopTask {
         }
         let _ = self.session.send(SessionEvent::Connected {
             session_present: connack.session_present,
+            connection,
         });
+    }
+
+    fn on_suback(&mut self, codes: Vec<SubscribeReasonCode>) {
+        let _ = self.session.send(SessionEvent::SubAck(codes));
     }
 
     fn on_connection_lost(&mut self) {
         self.shared.pending.mark_connection_lost();
+        // Before the link goes back to connecting: the session task's readiness for the lost
+        // connection is refused from here on (see `Shared::set_link_of`).
+        self.shared.connection.fetch_add(1, Ordering::AcqRel);
         self.shared.set_link(LinkState::Connecting);
         let _ = self.session.send(SessionEvent::Disconnected);
     }
@@ -220,5 +226,94 @@ fn describe(error: &ConnectionError) -> String {
         }
         ConnectionError::Timeout(_) => "no answer from the broker in time".to_owned(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rumqttc::v5::mqttbytes::v5::ConnectReturnCode;
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::{AsyncClient, MqttOptions};
+
+    use super::*;
+    use crate::client::options::ReconnectPolicy;
+    use crate::client::session;
+
+    fn connack() -> ConnAck {
+        ConnAck {
+            session_present: false,
+            code: ConnectReturnCode::Success,
+            properties: None,
+        }
+    }
+
+    fn granted() -> Vec<SubscribeReasonCode> {
+        vec![SubscribeReasonCode::Success(QoS::AtLeastOnce); 2]
+    }
+
+    /// Returns once every other task has done all it can: with time paused, a sleep ends
+    /// only when the runtime is idle.
+    async fn settle() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+
+    fn link(shared: &Shared) -> LinkState {
+        shared.link.borrow().clone()
+    }
+
+    /// Point 4 of issue 12: a SUBACK that the session task handles after its connection was
+    /// lost does not open the link for requests (nor start a resync) on the dead connection.
+    #[tokio::test(start_paused = true)]
+    async fn a_suback_handled_after_its_connection_dropped_leaves_the_link_connecting() {
+        let (mqtt, eventloop) = AsyncClient::new(MqttOptions::new("t", "127.0.0.1", 9), 16);
+        let shared = Arc::new(Shared::new(
+            "t".into(),
+            Duration::from_secs(5),
+            mqtt,
+            tokio::runtime::Handle::current(),
+        ));
+        let (session_events, receiver) = mpsc::unbounded_channel();
+        let mut task = EventLoopTask {
+            shared: shared.clone(),
+            eventloop,
+            backoff: Backoff::new(ReconnectPolicy::default()),
+            session: session_events,
+            tokens: None,
+            resume_sessions: false,
+        };
+        tokio::spawn(session::run(
+            shared.clone(),
+            receiver,
+            Backoff::new(ReconnectPolicy::default()),
+        ));
+
+        task.on_connack(connack());
+        task.on_suback(granted());
+        settle().await;
+        assert!(matches!(link(&shared), LinkState::Ready));
+
+        task.on_connection_lost();
+        task.on_connack(connack());
+        settle().await;
+        assert!(
+            matches!(link(&shared), LinkState::Connecting),
+            "subscribing"
+        );
+
+        // The SUBACK arrives, then the connection drops before the session task runs.
+        task.on_suback(granted());
+        task.on_connection_lost();
+        settle().await;
+        assert!(
+            matches!(link(&shared), LinkState::Connecting),
+            "{:?} for a connection that is gone",
+            link(&shared)
+        );
+
+        // The next connection opens it.
+        task.on_connack(connack());
+        task.on_suback(granted());
+        settle().await;
+        assert!(matches!(link(&shared), LinkState::Ready));
     }
 }

@@ -99,7 +99,17 @@ impl Client {
             .client_id
             .clone()
             .unwrap_or_else(shared::generate_client_id);
-        let mqtt_options = transport::mqtt_options(&options, &client_id)?;
+        // Reads the TLS, password and token files (and the system's CA certificates): file
+        // work, so on the blocking pool, like the token watch's reads.
+        let mqtt_options = {
+            let (options, client_id) = (options.clone(), client_id.clone());
+            runtime
+                .spawn_blocking(move || transport::mqtt_options(&options, &client_id))
+                .await
+                .map_err(|e| {
+                    Error::Runtime(format!("reading the connection files failed: {e}"))
+                })??
+        };
         let token = match &options.auth {
             Authentication::ServiceAccountToken {
                 token_file,
@@ -130,7 +140,11 @@ impl Client {
             )));
             receiver
         });
-        tasks.push(runtime.spawn(session::run(shared.clone(), session_receiver)));
+        tasks.push(runtime.spawn(session::run(
+            shared.clone(),
+            session_receiver,
+            backoff::Backoff::new(options.reconnect),
+        )));
         tasks.push(
             runtime.spawn(
                 EventLoopTask {
@@ -316,6 +330,14 @@ impl Client {
             .await
     }
 
+    /// Runs `cleanup` in the background; [`Client::close`] waits for it (bounded).
+    pub(crate) fn spawn_cleanup(
+        &self,
+        cleanup: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        self.inner.shared.spawn_cleanup(cleanup);
+    }
+
     /// Bounds a call that may also wait for other registrations by the default timeout.
     async fn bounded<T>(&self, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
         let timeout = self.inner.shared.default_timeout;
@@ -326,7 +348,12 @@ impl Client {
 
     /// Closes the client (all clones): calls in flight fail with [`Error::Closed`],
     /// observations end, and the MQTT session is closed with DISCONNECT. Idempotent.
+    ///
+    /// The cleanups that drops left to the background (releasing a dropped lease or lock
+    /// guard, undoing an acquisition cut short, stopping the registration of a dropped
+    /// observation) get up to two seconds to finish first.
     pub async fn close(&self) -> Result<()> {
+        let _ = tokio::time::timeout(CLOSE_GRACE, self.inner.shared.cleanups_done()).await;
         self.inner.shared.shutdown();
         let tasks =
             std::mem::take(&mut *self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner()));

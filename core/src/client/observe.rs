@@ -55,6 +55,8 @@ pub struct Observation {
     id: u64,
     events: mpsc::UnboundedReceiver<KeyEvent>,
     client: Client,
+    /// The process the observation was created in: its events do not cross `fork`.
+    pid: u32,
 }
 
 impl std::fmt::Debug for Observation {
@@ -89,8 +91,9 @@ impl Observation {
 
     /// Blocks the calling thread for the next event: `Ok(None)` if none came within `timeout`,
     /// [`Error::Closed`] once the observation has ended, [`Error::Runtime`] when called from
-    /// inside an async runtime.
+    /// inside an async runtime or in a child forked after the observation was created.
     pub fn next_timeout(&mut self, timeout: Duration) -> Result<Option<KeyEvent>> {
+        self.ensure_created_here()?;
         if let Some(event) = self.try_next()? {
             return Ok(Some(event));
         }
@@ -101,6 +104,13 @@ impl Observation {
             Ok(None) => Err(Error::Closed),
             Err(_) => Ok(None),
         }
+    }
+}
+
+impl Observation {
+    /// Fails with [`Error::Runtime`] in a child forked after the observation was created.
+    pub(crate) fn ensure_created_here(&self) -> Result<()> {
+        crate::blocking::ensure_created_here(self.pid, "observation")
     }
 }
 
@@ -116,11 +126,11 @@ impl Drop for Observation {
     fn drop(&mut self) {
         let shared = &self.client.inner.shared;
         if shared.observers.remove(&self.key, self.id) && !shared.is_closed() {
-            let shared = shared.clone();
             let key = self.key.clone();
             // Drop cannot wait for the broker: the STOP goes out in the background.
-            shared.runtime.clone().spawn(async move {
-                if let Err(error) = stop_if_unobserved(&shared, key).await {
+            let stopping = shared.clone();
+            shared.spawn_cleanup(async move {
+                if let Err(error) = stop_if_unobserved(&stopping, key).await {
                     tracing::debug!(%error, "KEYNOTIFY STOP after the last observation was dropped failed");
                 }
             });
@@ -138,8 +148,62 @@ struct Observer {
 pub(crate) struct Observers {
     keys: Mutex<Keys>,
     next_id: AtomicU64,
-    /// Serialises registrations and stops, so that a STOP never overtakes a newer KEYNOTIFY.
-    registrations: tokio::sync::Mutex<()>,
+    /// Serialises the registrations, stops and re-registrations of each key, so that a STOP
+    /// never overtakes a newer KEYNOTIFY. Per key: a slow answer for one key holds up no other.
+    registrations: KeyLocks,
+}
+
+/// One async lock per key, present while someone holds or waits for it.
+#[derive(Default)]
+struct KeyLocks {
+    locks: Mutex<HashMap<Bytes, KeyLock>>,
+}
+
+/// A key's lock and how many hold or wait for it.
+type KeyLock = (Arc<tokio::sync::Mutex<()>>, usize);
+
+/// Holds (or, while [`KeyLocks::lock`] waits, reserves) one key's lock.
+struct KeyGuard<'a> {
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    locks: &'a KeyLocks,
+    key: Bytes,
+}
+
+impl KeyLocks {
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<Bytes, KeyLock>) -> R) -> R {
+        // Each critical section is a single map operation: a poisoned lock is still usable.
+        f(&mut self.locks.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    async fn lock(&self, key: &Bytes) -> KeyGuard<'_> {
+        let lock = self.with(|locks| {
+            let (lock, users) = locks.entry(key.clone()).or_default();
+            *users += 1;
+            lock.clone()
+        });
+        // Counted from here: dropped while waiting, the guard still gives the place back.
+        let mut guard = KeyGuard {
+            guard: None,
+            locks: self,
+            key: key.clone(),
+        };
+        guard.guard = Some(lock.lock_owned().await);
+        guard
+    }
+}
+
+impl Drop for KeyGuard<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        self.locks.with(|locks| {
+            if let Some((_, users)) = locks.get_mut(&self.key) {
+                *users -= 1;
+                if *users == 0 {
+                    locks.remove(&self.key);
+                }
+            }
+        });
+    }
 }
 
 #[derive(Default)]
@@ -248,7 +312,7 @@ fn expect_ok(response: &Response) -> Result<()> {
 /// Starts an observation of `key`, registering it with the service if it is the key's first.
 pub(crate) async fn observe(client: &Client, key: Bytes) -> Result<Observation> {
     let shared = &client.inner.shared;
-    let _registration = shared.registrations().await;
+    let _registration = shared.registration(&key).await;
     let (id, events, first) = shared.observers.add(&key)?;
     // Registered before KEYNOTIFY is sent, so no notification that follows is missed.
     let observation = Observation {
@@ -256,12 +320,18 @@ pub(crate) async fn observe(client: &Client, key: Bytes) -> Result<Observation> 
         id,
         events,
         client: client.clone(),
+        pid: std::process::id(),
     };
     if first {
         let answer = shared.call(keynotify(key, false)).await;
         if let Err(error) = answer.and_then(|a| expect_ok(&a.response)) {
-            // Removed first, so that dropping the observation sends no STOP.
-            shared.observers.remove(&observation.key, id);
+            if !error.outcome_unknown() {
+                // Not registered: removed first, so that dropping the observation sends no
+                // STOP.
+                shared.observers.remove(&observation.key, id);
+            }
+            // Otherwise the KEYNOTIFY may have registered the key: dropping the observation
+            // sends a STOP (after this registration, which holds the key's lock).
             drop(observation);
             return Err(error);
         }
@@ -271,7 +341,7 @@ pub(crate) async fn observe(client: &Client, key: Bytes) -> Result<Observation> 
 
 /// Ends every observation of `key` and stops its registration.
 pub(crate) async fn unobserve(shared: &Shared, key: Bytes) -> Result<()> {
-    let _registration = shared.registrations().await;
+    let _registration = shared.registration(&key).await;
     if shared.observers.remove_all(&key) {
         let answer = shared.call(keynotify(key, true)).await?;
         expect_ok(&answer.response)?;
@@ -280,7 +350,7 @@ pub(crate) async fn unobserve(shared: &Shared, key: Bytes) -> Result<()> {
 }
 
 async fn stop_if_unobserved(shared: &Shared, key: Bytes) -> Result<()> {
-    let _registration = shared.registrations().await;
+    let _registration = shared.registration(&key).await;
     if shared.observers.contains(&key) || shared.is_closed() {
         return Ok(());
     }
@@ -289,8 +359,7 @@ async fn stop_if_unobserved(shared: &Shared, key: Bytes) -> Result<()> {
 
 /// After a reconnect: re-registers every observed key (the service dropped them all when the
 /// connection went down) and tells its observers the key's current state.
-pub(crate) async fn resync(shared: Arc<Shared>) {
-    let connection = shared.current_connection();
+pub(crate) async fn resync(shared: Arc<Shared>, connection: u64) {
     let mut tasks = tokio::task::JoinSet::new();
     for key in shared.observers.keys() {
         let shared = shared.clone();
@@ -319,6 +388,9 @@ pub(crate) async fn resync(shared: Arc<Shared>) {
 
 /// Re-registers `key`, waiting at most `attempt` for the service's answer, then reads it.
 async fn resync_key(shared: &Shared, key: &Bytes, attempt: Duration) -> Result<()> {
+    // Under the key's lock like every registration: a STOP after the last observation is
+    // dropped waits for this KEYNOTIFY instead of overtaking it.
+    let _registration = shared.registration(key).await;
     if !shared.observers.contains(key) {
         return Ok(());
     }
@@ -334,7 +406,7 @@ async fn resync_key(shared: &Shared, key: &Bytes, attempt: Duration) -> Result<(
 }
 
 impl Shared {
-    async fn registrations(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.observers.registrations.lock().await
+    async fn registration(&self, key: &Bytes) -> KeyGuard<'_> {
+        self.observers.registrations.lock(key).await
     }
 }

@@ -27,7 +27,9 @@ pub struct ConnectOptions {
     pub keep_alive: Duration,
     /// How long the broker keeps the MQTT session after a disconnect (whole seconds).
     pub session_expiry: Duration,
-    /// Start the first connection with a clean session; reconnects always try to resume it.
+    /// Start the first connection with a clean session. Reconnects ask to resume the session
+    /// only when `session_expiry` is above zero (with zero the broker keeps no session to
+    /// resume).
     pub clean_start: bool,
     /// TLS settings; `None` for plain TCP.
     pub tls: Option<TlsOptions>,
@@ -69,7 +71,8 @@ pub enum Authentication {
         /// Password (empty for none).
         password: String,
     },
-    /// MQTT username, with the password read from a file at each connection.
+    /// MQTT username, with the password read from a file once, when the client connects
+    /// (reconnects reuse it: restart the client after changing the file).
     PasswordFile {
         /// Username.
         username: String,

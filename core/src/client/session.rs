@@ -3,11 +3,13 @@
 //! requests, and re-registers observed keys.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rumqttc::v5::mqttbytes::v5::{Filter, SubscribeReasonCode};
 use rumqttc::v5::mqttbytes::QoS;
 use tokio::sync::mpsc;
 
+use super::backoff::Backoff;
 use super::observe;
 use super::shared::{LinkState, Shared};
 use crate::Error;
@@ -19,6 +21,8 @@ pub(crate) enum SessionEvent {
     Connected {
         /// Whether the broker kept the previous session (and so our subscriptions).
         session_present: bool,
+        /// Its number ([`Shared::connection`] after the CONNACK).
+        connection: u64,
     },
     /// A SUBACK arrived.
     SubAck(Vec<SubscribeReasonCode>),
@@ -33,12 +37,25 @@ enum Subscribed {
     Refused(Error),
 }
 
-pub(crate) async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver<SessionEvent>) {
+/// Handles the connection events until the event loop ends. A refused subscription on a
+/// later connection is asked again after `backoff` (the broker's rules may change while the
+/// connection stays up, and nothing else would subscribe again).
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    mut events: mpsc::UnboundedReceiver<SessionEvent>,
+    mut backoff: Backoff,
+) {
     let mut first = true;
     let mut session = SessionSubscriptions::default();
+    // The connection to subscribe on again, and when.
+    let mut retry: Option<(u64, Duration)> = None;
     let mut next = events.recv().await;
     while let Some(event) = next.take() {
-        if let SessionEvent::Connected { session_present } = event {
+        if let SessionEvent::Connected {
+            session_present,
+            connection,
+        } = event
+        {
             let subscribed = if session.needed(session_present) {
                 subscribe(&shared, &mut events).await
             } else {
@@ -46,12 +63,16 @@ pub(crate) async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver
             };
             match subscribed {
                 Subscribed::Yes => {
+                    backoff.reset();
                     session.acknowledged();
-                    shared.set_link(LinkState::Ready);
-                    if !first {
-                        tokio::spawn(observe::resync(shared.clone()));
+                    // Not for a connection lost meanwhile (its loss is queued behind this
+                    // SUBACK): the link stays connecting, and the next connection resyncs.
+                    if shared.set_link_of(connection, LinkState::Ready) {
+                        if !first {
+                            tokio::spawn(observe::resync(shared.clone(), connection));
+                        }
+                        first = false;
                     }
-                    first = false;
                 }
                 Subscribed::Interrupted(event) => {
                     next = Some(event);
@@ -59,16 +80,32 @@ pub(crate) async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver
                 }
                 Subscribed::Refused(error) => {
                     tracing::error!(%error, "the broker refused the client's subscriptions");
-                    shared.set_link(LinkState::Failed(error));
-                    if first {
+                    // A refusal on a connection that is gone changes nothing: the next one
+                    // subscribes again.
+                    let current = shared.set_link_of(connection, LinkState::Failed(error));
+                    if current && first {
                         // `connect` reports the error; nothing more to do.
                         shared.cancel.cancel();
                         return;
                     }
+                    if current {
+                        retry = Some((connection, backoff.next_delay()));
+                    }
                 }
             }
         }
-        next = events.recv().await;
+        next = match retry.take() {
+            None => events.recv().await,
+            // Any event of the connection supersedes the retry: a loss, or a new connection
+            // (which subscribes on its own).
+            Some((connection, delay)) => tokio::select! {
+                event = events.recv() => event,
+                () = tokio::time::sleep(delay) => Some(SessionEvent::Connected {
+                    session_present: false,
+                    connection,
+                }),
+            },
+        };
     }
 }
 

@@ -1,5 +1,6 @@
 //! State shared by the client handles and the background tasks of one connection.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -22,7 +23,8 @@ pub(crate) enum LinkState {
     /// Connected and subscribed; requests go out.
     Ready,
     /// The connection cannot be used (e.g. the broker refused the subscriptions); requests
-    /// fail with this error until a new connection succeeds.
+    /// fail with this error until a subscription succeeds (asked again after a backoff on the
+    /// same connection, or on a new one).
     Failed(Error),
     /// The client was closed.
     Closed,
@@ -42,13 +44,16 @@ pub(crate) struct Shared {
     pub(crate) link: watch::Sender<LinkState>,
     /// The broker's maximum packet size from the last CONNACK.
     pub(crate) broker_max_packet: AtomicU32,
-    /// Counts CONNACKs, so that a resync of an older connection can stop.
+    /// Counts CONNACKs and connection losses: a change means the connection someone was
+    /// working with is gone (a resync of it stops, its SUBACK opens nothing).
     pub(crate) connection: AtomicU64,
     pub(crate) default_timeout: Duration,
     pub(crate) mqtt: AsyncClient,
     pub(crate) cancel: CancellationToken,
     /// Where background work of this client runs.
     pub(crate) runtime: Handle,
+    /// Cleanups running in the background ([`Shared::spawn_cleanup`]).
+    cleanups: watch::Sender<usize>,
 }
 
 impl Shared {
@@ -73,6 +78,7 @@ impl Shared {
             mqtt,
             cancel: CancellationToken::new(),
             runtime,
+            cleanups: watch::Sender::new(0),
             client_id,
         }
     }
@@ -105,6 +111,44 @@ impl Shared {
         });
     }
 
+    /// Sets the link state for the connection numbered `connection` ([`Shared::connection`]),
+    /// unless that connection is gone or the client is closed; returns whether it was set.
+    ///
+    /// The check is made under the link's lock, and the event loop counts a loss before it
+    /// sets `Connecting`: so a state for a lost connection never replaces `Connecting`.
+    pub(crate) fn set_link_of(&self, connection: u64, state: LinkState) -> bool {
+        self.link.send_if_modified(|current| {
+            if matches!(current, LinkState::Closed) || self.current_connection() != connection {
+                return false;
+            }
+            *current = state;
+            true
+        })
+    }
+
+    /// Runs `cleanup` (the release of a dropped lease, the STOP of a dropped observation,
+    /// the undoing of an acquisition cut short) in the background; [`Shared::cleanups_done`]
+    /// waits for it.
+    pub(crate) fn spawn_cleanup(&self, cleanup: impl Future<Output = ()> + Send + 'static) {
+        self.cleanups.send_modify(|running| *running += 1);
+        // Counted down however the task ends, even dropped unpolled.
+        let done = CleanupDone(self.cleanups.clone());
+        self.runtime.spawn(async move {
+            let _done = done;
+            cleanup.await;
+        });
+    }
+
+    /// Returns once no cleanup runs.
+    pub(crate) async fn cleanups_done(&self) {
+        // The sender lives in `self`: the wait cannot fail.
+        let _ = self
+            .cleanups
+            .subscribe()
+            .wait_for(|running| *running == 0)
+            .await;
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         matches!(*self.link.borrow(), LinkState::Closed)
     }
@@ -130,6 +174,14 @@ impl Shared {
         self.cancel.cancel();
         self.pending.close();
         self.observers.close();
+    }
+}
+
+struct CleanupDone(watch::Sender<usize>);
+
+impl Drop for CleanupDone {
+    fn drop(&mut self) {
+        self.0.send_modify(|running| *running -= 1);
     }
 }
 

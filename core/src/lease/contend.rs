@@ -20,15 +20,36 @@ pub(super) async fn acquire(
     timeout: Option<Duration>,
 ) -> Result<Hlc> {
     check_ttl(ttl)?;
-    let Some(timeout) = timeout else {
-        return contend(lease, ttl).await;
+    // Cut short by the timeout or by dropping this future (`statestore lock` on SIGINT), an
+    // attempt may have taken the key: the guard gives it back.
+    let mut cut_short = CutShort {
+        lease,
+        ttl,
+        armed: true,
     };
-    match tokio::time::timeout(timeout, contend(lease, ttl)).await {
-        Ok(result) => result,
-        Err(_) => {
-            // An attempt cut short may have taken the key: give it back.
-            lease.abandon_attempt(ttl);
-            Err(Error::Timeout(timeout))
+    let result = match timeout {
+        None => contend(lease, ttl).await,
+        Some(timeout) => match tokio::time::timeout(timeout, contend(lease, ttl)).await {
+            Ok(result) => result,
+            Err(_) => return Err(Error::Timeout(timeout)),
+        },
+    };
+    // Finished: acquired, or failed with no attempt in flight.
+    cut_short.armed = false;
+    result
+}
+
+/// Gives the key back ([`Lease::abandon_attempt`]) when dropped armed.
+struct CutShort<'a> {
+    lease: &'a Lease,
+    ttl: Duration,
+    armed: bool,
+}
+
+impl Drop for CutShort<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.lease.abandon_attempt(self.ttl);
         }
     }
 }

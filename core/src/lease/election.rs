@@ -331,7 +331,7 @@ impl LeaderObservation {
 
     /// Blocks the calling thread for the next change: `Ok(None)` if none came within
     /// `timeout`, [`Error::Closed`](crate::Error::Closed) once the observation has ended, [`Error::Runtime`](crate::Error::Runtime) when
-    /// called from inside an async runtime.
+    /// called from inside an async runtime or in a child forked after the observation began.
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -343,6 +343,7 @@ impl LeaderObservation {
     /// # Ok(()) }
     /// ```
     pub fn next_timeout(&mut self, timeout: Duration) -> Result<Option<LeaderEvent>> {
+        self.observation.ensure_created_here()?;
         if let Some(event) = self.take_initial() {
             return Ok(Some(event));
         }

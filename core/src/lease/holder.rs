@@ -34,9 +34,9 @@ use crate::{Error, Result};
 /// after a release or a loss.
 ///
 /// `Lease` is a cheap handle (clones share the holding) and `Send + Sync`. Dropping the last
-/// handle while held stops renewing and releases the lease in the background (a release
-/// still queued when the client is closed is never sent: release explicitly before closing
-/// the client, or the key stays until its TTL passes). Two `Lease`s
+/// handle while held stops renewing and releases the lease in the background
+/// ([`Client::close`] gives such a release a short grace period; a release that cannot go out
+/// by then leaves the key until its TTL passes, so release explicitly). Two `Lease`s
 /// with the same key and holder name share the lease on the service: give each holder its
 /// own name.
 ///
@@ -94,8 +94,6 @@ pub(super) struct Holding {
     /// plus the TTL (the service started its TTL later than we sent, so this is never late).
     pub(super) deadline: Instant,
     stop: CancellationToken,
-    /// Where the keeper runs and where a release on drop is sent from.
-    runtime: Handle,
 }
 
 /// The SET that acquires and renews.
@@ -270,15 +268,7 @@ impl Lease {
             .await
             .inspect_err(|error| inner.lose_on_closed(None, error))?;
         if !set.applied {
-            let holder = inner.read_holder().await;
-            inner.lose(
-                None,
-                Loss {
-                    reason: LossReason::TakenOver,
-                    holder: holder.clone(),
-                    error: None,
-                },
-            );
+            let holder = inner.lose_to_another(None, None).await;
             return Ok(AcquireOutcome::HeldBy { holder });
         }
         let version = set.version.ok_or_else(|| {
@@ -297,7 +287,8 @@ impl Lease {
     /// While another holder has it, this observes the key (no polling) and tries again after
     /// it is deleted or should have expired; see the [module documentation](super) for the
     /// delays. Use [`Lease::acquire_timeout`] to bound the wait (dropping this future also
-    /// stops it; an attempt cut short may leave the key held until its TTL passes).
+    /// stops it: an attempt cut short, whose SET may have applied, is undone in the
+    /// background with `VDEL key holder`).
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -354,8 +345,10 @@ impl Lease {
     /// ```
     pub async fn release(&self) -> Result<bool> {
         let inner = &self.inner;
-        inner.clear();
+        // Cleared under the lock: an acquisition in flight finishes first, and its holding
+        // ends here, before the VDEL deletes the key it wrote.
         let _requests = inner.requests.lock().await;
+        inner.clear();
         let result = inner
             .client
             .vdel(
@@ -464,11 +457,10 @@ impl Lease {
         if self.is_held() {
             return;
         }
-        let Ok(runtime) = current_runtime() else {
-            return;
-        };
         let inner = self.inner.clone();
-        runtime.spawn(async move { inner.delete_if_not_held(ttl).await });
+        self.inner
+            .client
+            .spawn_cleanup(async move { inner.delete_if_not_held(ttl).await });
     }
 
     /// Starts a holding with `version` as its token, or extends the current one.
@@ -488,7 +480,6 @@ impl Lease {
             ttl,
             deadline: sent + ttl,
             stop: stop.clone(),
-            runtime: runtime.clone(),
         });
         inner.state.send_replace(LeaseState::Held {
             token: version.clone(),
@@ -569,8 +560,12 @@ impl Inner {
     }
 
     /// Who holds the key, for reports: read errors just mean "unknown".
-    async fn read_holder(&self) -> Option<Bytes> {
-        match self.client.get(self.key.clone()).await {
+    async fn read_holder(&self, timeout: Option<Duration>) -> Option<Bytes> {
+        match self
+            .client
+            .get_with_timeout(self.key.clone(), timeout)
+            .await
+        {
             Ok(value) => value.map(|v| v.value),
             Err(error) => {
                 tracing::debug!(%error, "cannot read the lease holder");
@@ -579,10 +574,70 @@ impl Inner {
         }
     }
 
+    /// After a SET found the key held by another holder: declares holding `generation` (any,
+    /// if `None`) taken over at once, then reads who holds the key (waiting at most
+    /// `timeout`) and fills it into the loss. Call with `requests` locked, so that nothing
+    /// replaces the loss in between. Returns the holder read.
+    async fn lose_to_another(
+        &self,
+        generation: Option<u64>,
+        timeout: Option<Duration>,
+    ) -> Option<Bytes> {
+        let lost = self.lose(generation, Loss::new(LossReason::TakenOver));
+        let holder = self.read_holder(timeout).await;
+        if lost && holder.is_some() {
+            self.state.send_if_modified(|state| match state {
+                LeaseState::Lost(loss)
+                    if loss.reason == LossReason::TakenOver && loss.holder.is_none() =>
+                {
+                    loss.holder.clone_from(&holder);
+                    true
+                }
+                _ => false,
+            });
+        }
+        holder
+    }
+
+    /// Locks `requests` for holding `generation` (the current one if `None`), waiting no
+    /// later than its deadline: an acquisition holding the lock across its requests must not
+    /// keep the loss from being declared on time. At the deadline the holding is lost
+    /// ([`LossReason::Expired`]) and this fails.
+    async fn lock_before_deadline(
+        &self,
+        generation: Option<u64>,
+    ) -> Result<(tokio::sync::MutexGuard<'_, ()>, Holding)> {
+        let generation = self
+            .current(generation)
+            .ok_or_else(|| self.not_held())?
+            .generation;
+        let lock = self.requests.lock();
+        tokio::pin!(lock);
+        loop {
+            let holding = self
+                .current(Some(generation))
+                .ok_or_else(|| self.not_held())?;
+            if let Ok(guard) = tokio::time::timeout_at(holding.deadline, lock.as_mut()).await {
+                let holding = self
+                    .current(Some(generation))
+                    .ok_or_else(|| self.not_held())?;
+                return Ok((guard, holding));
+            }
+            // The acquisition that held the lock may have moved the deadline.
+            if self
+                .current(Some(generation))
+                .is_some_and(|h| h.deadline > Instant::now())
+            {
+                continue;
+            }
+            self.lose(Some(generation), Loss::new(LossReason::Expired));
+            return Err(self.not_held());
+        }
+    }
+
     /// Renews holding `generation` (the current one if `None`).
     pub(super) async fn renew(&self, generation: Option<u64>) -> Result<()> {
-        let _requests = self.requests.lock().await;
-        let holding = self.current(generation).ok_or_else(|| self.not_held())?;
+        let (_requests, holding) = self.lock_before_deadline(generation).await?;
         let sent = Instant::now();
         let remaining = holding.deadline.saturating_duration_since(sent);
         if remaining.is_zero() {
@@ -602,12 +657,10 @@ impl Inner {
                 false => Err(self.not_held()),
             };
         }
-        let loss = Loss {
-            reason: LossReason::TakenOver,
-            holder: self.read_holder().await,
-            error: None,
-        };
-        self.lose(Some(holding.generation), loss);
+        // The read of the holder waits no longer than a renewal attempt.
+        let read_timeout = renewal_attempt_timeout(holding.ttl, holding.ttl);
+        self.lose_to_another(Some(holding.generation), Some(read_timeout))
+            .await;
         Err(self.not_held())
     }
 
@@ -642,7 +695,7 @@ impl Drop for Inner {
             let key = self.key.clone();
             let holder = self.holder.clone();
             // Drop cannot wait for the broker: the release goes out in the background.
-            holding.runtime.spawn(async move {
+            self.client.spawn_cleanup(async move {
                 if let Err(error) = client.vdel(key, holder, DeleteOptions::default()).await {
                     tracing::debug!(%error, "releasing a dropped lease failed");
                 }

@@ -193,9 +193,9 @@ impl Lock {
 }
 
 /// A held [`Lock`]. Dropping it releases the lock in the background; [`LockGuard::release`]
-/// releases it and waits for the answer. Release explicitly before closing the client: a
-/// background release still queued when the client closes is never sent, and the lock then
-/// stays taken until its TTL passes.
+/// releases it and waits for the answer. Prefer releasing explicitly: a background release
+/// gets only a short grace period from [`Client::close`](crate::Client::close), and a lock
+/// whose release does not go out stays taken until its TTL passes.
 ///
 /// Protect writes with [`LockGuard::fencing_token`]. The lock can be lost while the guard
 /// lives (renewals failing for a whole TTL, the client closed): check

@@ -102,7 +102,9 @@ pub enum LossReason {
 pub struct Loss {
     /// Why.
     pub reason: LossReason,
-    /// The key's holder when the loss was found ([`LossReason::TakenOver`]), if known.
+    /// The key's holder when the loss was found ([`LossReason::TakenOver`]), if known. It is
+    /// read after the loss is declared (so that reading cannot delay the loss): the state
+    /// first reports the loss without it, then again with it once the read answers.
     pub holder: Option<Bytes>,
     /// The error of the last failed renewal ([`LossReason::Expired`]), if there was one.
     pub error: Option<Error>,

@@ -29,6 +29,10 @@ struct SatAuth {
     refused: Mutex<Vec<Vec<u8>>>,
     /// Whether subscriptions are refused.
     deny_subscriptions: std::sync::atomic::AtomicBool,
+    /// Topic filters checked for a subscription so far, granted or not.
+    subscription_checks: std::sync::atomic::AtomicUsize,
+    /// Topic filters granted so far.
+    subscriptions_granted: std::sync::atomic::AtomicUsize,
     changed: Notify,
 }
 
@@ -42,6 +46,8 @@ impl SatBroker {
             seen: Mutex::new(Vec::new()),
             refused: Mutex::new(Vec::new()),
             deny_subscriptions: std::sync::atomic::AtomicBool::new(false),
+            subscription_checks: std::sync::atomic::AtomicUsize::new(0),
+            subscriptions_granted: std::sync::atomic::AtomicUsize::new(0),
             changed: Notify::new(),
         });
         let mut broker = MqttBroker::with_config(config)
@@ -79,6 +85,56 @@ impl SatBroker {
         self.auth
             .deny_subscriptions
             .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Grants subscriptions again.
+    pub fn allow_subscriptions(&self) {
+        self.auth
+            .deny_subscriptions
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Topic filters checked for a subscription so far (two per SUBSCRIBE of the client).
+    pub fn subscription_checks(&self) -> usize {
+        self.auth
+            .subscription_checks
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until `count` topic filters have been checked for a subscription.
+    pub async fn subscription_checked(&self, count: usize) {
+        self.wait_for(&format!("{count} subscription checks"), || {
+            self.subscription_checks() >= count
+        })
+        .await;
+    }
+
+    /// Topic filters granted so far.
+    pub fn subscriptions_granted(&self) -> usize {
+        self.auth
+            .subscriptions_granted
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until `count` topic filters have been granted.
+    pub async fn subscriptions_granted_at_least(&self, count: usize) {
+        self.wait_for(&format!("{count} granted subscriptions"), || {
+            self.subscriptions_granted() >= count
+        })
+        .await;
+    }
+
+    async fn wait_for(&self, what: &str, done: impl Fn() -> bool) {
+        super::within(what, async {
+            loop {
+                let changed = self.auth.changed.notified();
+                if done() {
+                    return;
+                }
+                changed.await;
+            }
+        })
+        .await;
     }
 
     /// Waits until `token` has been presented.
@@ -136,6 +192,13 @@ impl AuthProvider for SatAuth {
         let allowed = !self
             .deny_subscriptions
             .load(std::sync::atomic::Ordering::SeqCst);
+        self.subscription_checks
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if allowed {
+            self.subscriptions_granted
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.changed.notify_waiters();
         Box::pin(async move { allowed })
     }
 

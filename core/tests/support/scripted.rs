@@ -36,6 +36,32 @@ impl Received {
 pub struct Reply {
     pub payload: Bytes,
     pub user_properties: Vec<(String, String)>,
+    /// If set, the reply goes out only once the test opens this gate ([`Gate::open_one`]).
+    pub gate: Option<Gate>,
+}
+
+/// Holds replies back until the test lets them go, one at a time: a deterministic slow
+/// service.
+#[derive(Debug, Clone)]
+pub struct Gate(Arc<tokio::sync::Semaphore>);
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Gate {
+        Gate(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+
+    /// Lets one held reply (the next one to wait, if none waits yet) go out.
+    pub fn open_one(&self) {
+        self.0.add_permits(1);
+    }
+
+    async fn pass(&self) {
+        // Never closed: the permit is there once the test opens the gate.
+        if let Ok(permit) = self.0.acquire().await {
+            permit.forget();
+        }
+    }
 }
 
 impl Reply {
@@ -44,7 +70,14 @@ impl Reply {
         Reply {
             payload: Bytes::copy_from_slice(payload),
             user_properties: vec![("__stat".into(), "200".into())],
+            gate: None,
         }
+    }
+
+    /// Holds this reply back until `gate` is opened.
+    pub fn after(mut self, gate: &Gate) -> Reply {
+        self.gate = Some(gate.clone());
+        self
     }
 
     /// Adds a user property.
@@ -112,6 +145,25 @@ impl Scripted {
         self.received.lock().unwrap().clone()
     }
 
+    /// Waits until the requests received so far satisfy `done`; returns them.
+    pub async fn wait_until(
+        &self,
+        what: &str,
+        done: impl Fn(&[Received]) -> bool,
+    ) -> Vec<Received> {
+        super::within(what, async {
+            loop {
+                let arrived = self.arrived.notified();
+                let received = self.received();
+                if done(&received) {
+                    return received;
+                }
+                arrived.await;
+            }
+        })
+        .await
+    }
+
     /// Waits until `count` requests have arrived.
     pub async fn wait_received(&self, count: usize) -> Vec<Received> {
         super::within(
@@ -170,6 +222,9 @@ async fn serve(
         // Never publish from the polling task itself (rumqttc deadlocks when its channel is full).
         let client = client.clone();
         tokio::spawn(async move {
+            if let Some(gate) = reply.gate {
+                gate.pass().await;
+            }
             let _ = client
                 .publish_with_properties(topic, QoS::AtLeastOnce, false, reply.payload, properties)
                 .await;

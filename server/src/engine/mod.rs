@@ -8,8 +8,9 @@
 //! timer calls [`Engine::expire`] at [`Engine::next_expiry`] so that keys also go, and observers
 //! hear of it, when no request arrives.
 //!
-//! Keys and values are stored as the [`Bytes`] slices of the request payload, without copying
-//! (a stored slice keeps its payload's buffer alive).
+//! New keys and all values are copied out of the request payload when stored (a slice would
+//! keep the whole network buffer it came from alive for as long as the key lives; see
+//! `Store::write`).
 //!
 //! Choices where the protocol document is silent:
 //! - `__ts` is validated (and merged into the server clock) on every verb that carries it;

@@ -18,7 +18,7 @@ use super::expiry::{ExpiryIndex, Ticket};
 /// One stored key.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
-    /// The value (a slice of the request payload that set it).
+    /// The value (copied out of the request payload that set it).
     pub value: Bytes,
     /// The version the server gave it.
     pub version: Stamp,

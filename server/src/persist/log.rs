@@ -121,10 +121,11 @@ impl Log {
         file.write_all(frames)?;
         file.sync_all()?;
         std::fs::rename(&temporary, &self.path)?;
-        sync_parent(&self.path)?;
-        self.file = OpenOptions::new().append(true).open(&self.path)?;
+        // From the rename on, the path names the new file: appends go to it (through the
+        // handle that wrote it, positioned at its end) even if the directory sync fails.
+        self.file = file;
         self.len = (MAGIC.len() + frames.len()) as u64;
-        Ok(())
+        sync_parent(&self.path)
     }
 }
 

@@ -14,6 +14,8 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -105,7 +107,12 @@ impl Persistence {
         for (change, size) in std::mem::take(&mut self.retry).into_iter().zip(sizes) {
             self.apply(change, size);
         }
-        self.compact_if_worthwhile()
+        // The changes are stored (and synced per the policy): a failed compaction must not
+        // turn them into failed writes. The log stays valid, and the next commit retries it.
+        if let Err(error) = self.compact_if_worthwhile() {
+            warn!(%error, "the data log could not be compacted: keeping it as it is");
+        }
+        Ok(())
     }
 
     /// Syncs what was appended since the last sync.
@@ -176,6 +183,8 @@ pub(crate) struct Durable {
     /// `None` only while an operation runs, or for good if one panicked.
     inner: Option<Persistence>,
     sync_interval: Option<Duration>,
+    /// Syncs asked for by [`Durable::sync`] that succeeded (tests watch the interval policy).
+    syncs: Arc<AtomicU64>,
 }
 
 impl Durable {
@@ -196,6 +205,7 @@ impl Durable {
             Durable {
                 inner: Some(persistence),
                 sync_interval,
+                syncs: Arc::default(),
             },
             keys,
         ))
@@ -213,7 +223,15 @@ impl Durable {
 
     /// Syncs what earlier commits appended.
     pub async fn sync(&mut self) -> io::Result<()> {
-        self.blocking(Persistence::sync).await
+        self.blocking(Persistence::sync).await?;
+        self.syncs.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// How many [`Durable::sync`] calls succeeded so far.
+    #[cfg(test)]
+    pub(crate) fn syncs(&self) -> Arc<AtomicU64> {
+        self.syncs.clone()
     }
 
     async fn blocking(
@@ -312,6 +330,28 @@ mod tests {
             "log of {} bytes for {} live",
             persistence.log.len(),
             persistence.live_bytes
+        );
+        drop(persistence);
+        let (_, keys) = reopen(dir.path());
+        assert_eq!(keys, [("same".into(), "value 199".into())]);
+    }
+
+    #[test]
+    fn a_failed_compaction_does_not_fail_the_stored_writes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut persistence, _) = reopen(dir.path());
+        persistence.compact_min_bytes = 1_000;
+        // The rewrite's temporary file cannot be created where a directory is.
+        let temporary = dir.path().join("keys.log.tmp");
+        std::fs::create_dir(&temporary).expect("directory");
+        for i in 0..200 {
+            persistence
+                .commit(vec![put("same", &format!("value {i}"), i)])
+                .expect("appended and synced, so committed");
+        }
+        assert!(
+            persistence.log.len() > 2 * persistence.live_bytes,
+            "the compaction was attempted and failed"
         );
         drop(persistence);
         let (_, keys) = reopen(dir.path());

@@ -45,9 +45,12 @@ pub(crate) async fn run(
     loop {
         let deadline = engine.next_expiry();
         tokio::select! {
-            // Requests first: each request expires due keys itself, so the timer only has
+            // A due sync first: requests would otherwise always win while the queue is not
+            // empty, and under sustained load the interval policy would never sync. Then
+            // requests: each request expires due keys itself, so the expiry timer only has
             // work to do when the store is idle.
             biased;
+            () = tick(&mut sync_timer), if sync_timer.is_some() => actor.sync().await,
             next = input.recv() => {
                 let Some(first) = next else { break };
                 let mut batch = Batch::default();
@@ -67,7 +70,6 @@ pub(crate) async fn run(
                 batch.changes = engine.take_durable_changes();
                 actor.flush(batch).await;
             }
-            () = tick(&mut sync_timer), if sync_timer.is_some() => actor.sync().await,
         }
     }
     // A clean stop leaves nothing unsynced, whatever the policy.
@@ -217,5 +219,77 @@ impl Actor {
         if self.output.send(action).await.is_err() {
             debug!("publisher gone: dropping an outbound message");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::config::{FsyncPolicy, PersistenceConfig};
+    use crate::engine::EngineConfig;
+    use crate::service::{Inbound, UserProperties};
+
+    fn persisted_set(n: u64) -> Input {
+        Input::Request(Inbound {
+            payload: Bytes::from_static(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"),
+            qos: 1,
+            response_topic: Some("replies".to_owned()),
+            correlation_data: Some(Bytes::copy_from_slice(&n.to_be_bytes())),
+            identity: Ok("writer".to_owned()),
+            properties: UserProperties {
+                persist: true,
+                ..UserProperties::default()
+            },
+        })
+    }
+
+    /// Point 1 of issue 12: with `--fsync interval`, the sync tick fires even though requests
+    /// never stop coming (the input queue is never empty when the service looks at it).
+    #[tokio::test(start_paused = true)]
+    async fn the_sync_interval_holds_under_sustained_load() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let interval = Duration::from_millis(100);
+        let config = PersistenceConfig {
+            data_dir: dir.path().to_owned(),
+            fsync: FsyncPolicy::Interval,
+            fsync_interval: interval,
+        };
+        let (durable, _) = Durable::open(&config, "n").await.expect("opened");
+        let syncs = durable.syncs();
+        let engine = Engine::new(EngineConfig {
+            persistence: true,
+            ..EngineConfig::default()
+        });
+        let (input, input_rx) = mpsc::channel(4 * MAX_BATCH);
+        let (output, mut output_rx) = mpsc::channel(1 << 16);
+        let service = tokio::spawn(run(engine, Some(durable), input_rx, output));
+        let drain = tokio::spawn(async move { while output_rx.recv().await.is_some() {} });
+
+        // One thread: the queue is refilled to capacity whenever the service waits for a
+        // commit, so every time it looks, requests are queued.
+        let mut sent = 0;
+        for _ in 0..40 {
+            for _ in 0..4 * MAX_BATCH {
+                input.send(persisted_set(sent)).await.expect("service runs");
+                sent += 1;
+            }
+            tokio::time::advance(interval).await;
+            if syncs.load(Ordering::SeqCst) >= 3 {
+                break;
+            }
+        }
+        let under_load = syncs.load(Ordering::SeqCst);
+        drop(input);
+        service.await.expect("service ends");
+        drain.await.expect("drained");
+        assert!(
+            under_load >= 3,
+            "{under_load} syncs while {sent} requests kept coming over {} intervals",
+            sent / (4 * MAX_BATCH as u64)
+        );
     }
 }

@@ -1,0 +1,53 @@
+//! The client's subscriptions on a later connection: a refusal is not final while the
+//! connection stays up.
+
+mod support;
+
+use std::time::Duration;
+
+use statestore::{Client, Error};
+use support::proxy::Proxy;
+use support::sat_broker::SatBroker;
+use support::scripted::{Reply, Scripted};
+use support::within;
+
+/// Point 3 of issue 12: a SUBACK refused on a reconnection leaves the client failed only
+/// until a later subscription attempt on the same connection is granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_resubscription_is_retried_on_the_same_connection() {
+    let broker = SatBroker::start().await;
+    let _service = Scripted::start(broker.addr(), |_| Some(Reply::ok(b"$-1\r\n"))).await;
+    let proxy = Proxy::start(broker.addr()).await;
+    let mut options = support::options(proxy.addr());
+    // Clean sessions: every connection subscribes.
+    options.session_expiry = Duration::ZERO;
+    let client = Client::connect(options).await.expect("connect");
+    client.get("k").await.unwrap();
+
+    broker.deny_subscriptions();
+    let checks = broker.subscription_checks();
+    let granted = broker.subscriptions_granted();
+    proxy.cut();
+    broker.subscription_checked(checks + 1).await;
+    broker.allow_subscriptions();
+    // Asked again on the same connection, and granted this time.
+    broker.subscriptions_granted_at_least(granted + 2).await;
+    assert_eq!(proxy.accepted(), 2, "no new connection");
+
+    // The client offers no event for its link becoming ready: until it has handled that
+    // SUBACK, calls fail at once with the refusal, so ask again after a pause.
+    within("a call that works again", async {
+        loop {
+            match client.get("k").await {
+                Ok(_) => return,
+                Err(Error::Connection(error)) => {
+                    assert!(error.contains("refused the subscription"), "{error}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(other) => panic!("unexpected error {other:?}"),
+            }
+        }
+    })
+    .await;
+    assert_eq!(proxy.accepted(), 2, "no new connection was needed");
+}

@@ -26,12 +26,14 @@ cargo test --workspace --doc
 # nextest: one process per test, each killed after 2 minutes if it hangs (.config/nextest.toml).
 cargo nextest run --workspace --no-tests=fail
 
-# The bindings, each timed so the README can say what every part costs.
-for lang in c python node; do
-  if [ -f "scripts/test-$lang.sh" ]; then
-    echo "== $lang binding"
-    start=$SECONDS
-    bash "scripts/test-$lang.sh"
-    echo "== $lang binding: $((SECONDS - start)) s"
-  fi
+# Each binding (builds and installs its package as a user does, runs its tests and its runners of
+# the shared scenarios), then the bindings benchmark's smoke run and the short chaos run. Each
+# part is timed, so the README can say what it costs; a missing script is a failure.
+timings=()
+for part in c python node bench chaos; do
+  echo "== $part"
+  start=$SECONDS
+  bash "scripts/test-$part.sh"
+  timings+=("$part $((SECONDS - start)) s")
 done
+echo "== timings: ${timings[*]}"

@@ -20,6 +20,11 @@ pub const HUGE: usize = 2 * 1024 * 1024;
 const NESTING: usize = 100_000;
 /// Valid notifications sent to an observer of `h/notify-storm` before the final one.
 pub const STORM: usize = 2000;
+/// Notifications (of [`FLOOD_VALUE`] bytes each) sent to an observer of `h/notify-flood`:
+/// 100 MiB that an observer which does not read must not end up holding.
+pub const FLOOD: usize = 50_000;
+/// See [`FLOOD`].
+pub const FLOOD_VALUE: usize = 2048;
 
 /// The answer to one request: payload and user properties, how often, after how long, and
 /// with which correlation data.
@@ -190,6 +195,8 @@ async fn respond(
 ) {
     let storm =
         matches!(&request, Request::KeyNotify { stop: false, key } if key == "h/notify-storm");
+    let flood =
+        matches!(&request, Request::KeyNotify { stop: false, key } if key == "h/notify-flood");
     let Some(answer) = answer(&request) else {
         return;
     };
@@ -217,8 +224,11 @@ async fn respond(
             )
             .await;
     }
-    if let (true, Some(id)) = (storm, requester) {
-        notify_storm(&client, &id).await;
+    if let (true, Some(id)) = (storm, &requester) {
+        notify_storm(&client, id).await;
+    }
+    if let (true, Some(id)) = (flood, &requester) {
+        notify_flood(&client, id).await;
     }
 }
 
@@ -278,4 +288,37 @@ async fn notify_storm(client: &AsyncClient, requester: &str) {
         publish(topic.clone(), set(n.to_string().as_bytes())).await;
     }
     publish(topic, set(b"final")).await;
+}
+
+/// [`FLOOD`] valid notifications as fast as the broker takes them, then `final`.
+async fn notify_flood(client: &AsyncClient, requester: &str) {
+    let topic = topics::notification_topic(requester, b"h/notify-flood");
+    let value = Notification::Set {
+        value: Bytes::from(vec![b'f'; FLOOD_VALUE]),
+    }
+    .encode();
+    for _ in 0..FLOOD {
+        let _ = client
+            .publish_with_properties(
+                topic.clone(),
+                QoS::AtLeastOnce,
+                false,
+                value.clone(),
+                PublishProperties::default(),
+            )
+            .await;
+    }
+    let done = Notification::Set {
+        value: Bytes::from_static(b"final"),
+    }
+    .encode();
+    let _ = client
+        .publish_with_properties(
+            topic,
+            QoS::AtLeastOnce,
+            false,
+            done,
+            PublishProperties::default(),
+        )
+        .await;
 }

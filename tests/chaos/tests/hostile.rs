@@ -209,3 +209,45 @@ fn blocking_client_survives_the_malicious_service() {
     assert_eq!(count, notify["storm"].as_u64().unwrap() + 2);
     client.close().unwrap();
 }
+
+/// Resident memory of this process, in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "defect reported to the lead: an observation's queue has no bound, so a flood of notifications that the application does not read grows memory without limit"]
+async fn a_notification_flood_to_an_unread_observation_stays_bounded() {
+    let hostile = Hostile::start();
+    let client = Client::connect(hostile.options()).await.unwrap();
+    let before = rss_kib();
+    // Observed, never read: the application is busy elsewhere. A second observation of
+    // another client-side key, read, tells when the flood is over ("final" comes last).
+    let _unread = client.observe("h/notify-flood").await.unwrap();
+    let watcher = Client::connect(hostile.options()).await.unwrap();
+    let mut read = watcher.observe("h/notify-flood").await.unwrap();
+    let mut peak = before;
+    tokio::time::timeout(DEADLINE, async {
+        while let Some(event) = read.next().await {
+            peak = peak.max(rss_kib());
+            if matches!(&event, KeyEvent::Set { value, .. } if value == "final") {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the flood ends within the deadline");
+    peak = peak.max(rss_kib());
+    let grown = peak.saturating_sub(before);
+    assert!(
+        grown < 64 * 1024,
+        "an unread observation made the process grow by {} MiB (100 MiB of notifications)",
+        grown / 1024
+    );
+}

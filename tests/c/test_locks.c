@@ -206,6 +206,34 @@ int main(void) {
     OK(statestore_lease_is_held(bob, &held));
     CHECK(!held);
 
+    /* freeing a held lease, or a guard, releases in the background: the key is deleted */
+    statestore_observation *watch = NULL;
+    OK(statestore_observe(client, K(lease_key), &watch));
+    OK(statestore_lease_acquire(alice, 30000, 10000, NULL));
+    OK(statestore_lease_free(alice));
+    alice = NULL;
+    statestore_event *gone = NULL;
+    do {
+        statestore_event_free(gone);
+        gone = NULL;
+        OK(statestore_observation_next(watch, 10000, &gone));
+    } while (gone->kind != STATESTORE_EVENT_DELETE);
+    statestore_event_free(gone);
+    gone = NULL;
+    OK(statestore_observation_free(watch));
+    statestore_lock_guard *dropped = NULL;
+    OK(statestore_lock_try_acquire(lock, &dropped));
+    CHECK(dropped != NULL);
+    OK(statestore_observe(client, K(lock_name), &watch));
+    OK(statestore_lock_guard_free(dropped));
+    do {
+        statestore_event_free(gone);
+        gone = NULL;
+        OK(statestore_observation_next(watch, 10000, &gone));
+    } while (gone->kind != STATESTORE_EVENT_DELETE);
+    statestore_event_free(gone);
+    OK(statestore_observation_free(watch));
+
     /* elections */
     char election_key[128];
     test_key(election_key, sizeof election_key, "election");

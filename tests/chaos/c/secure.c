@@ -68,6 +68,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *password = cJSON_GetObjectItem(fixture, "password")->valuestring;
+    const char *token = cJSON_GetObjectItem(fixture, "sat_token")->valuestring;
     char timeout[32];
     snprintf(timeout, sizeof timeout, "%dms", cJSON_GetObjectItem(cases, "timeout_ms")->valueint);
     cJSON *c;
@@ -104,6 +105,7 @@ int main(int argc, char **argv) {
         if (status != STATESTORE_OK) {
             no_secret(name, statestore_last_error_message(), password);
             no_secret(name, statestore_last_error_message(), case_password);
+            no_secret(name, statestore_last_error_message(), token);
         } else {
             if (statestore_set(client, (const uint8_t *)"secure", 6, (const uint8_t *)name, strlen(name), NULL, NULL) !=
                 STATESTORE_OK) {
@@ -115,6 +117,7 @@ int main(int argc, char **argv) {
         pthread_mutex_lock(&logs_mutex);
         no_secret("a log record", logs, password);
         no_secret("a log record", logs, case_password);
+        no_secret("a log record", logs, token);
         pthread_mutex_unlock(&logs_mutex);
         printf("%s %s\n", status == STATESTORE_OK ? "connected" : statestore_status_name(status), name);
     }

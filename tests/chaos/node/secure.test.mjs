@@ -48,7 +48,7 @@ describe('connection security', () => {
   }
 
   function showsNoSecret (text, c) {
-    const secrets = [fixtures.password]
+    const secrets = [fixtures.password, fixtures.sat_token]
     if (c.options.password && !c.options.password.startsWith('$')) secrets.push(c.options.password)
     for (const secret of secrets) assert.ok(!text.includes(secret), `${c.name}: a password is shown: ${text}`)
   }

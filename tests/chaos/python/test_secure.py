@@ -26,7 +26,7 @@ def options(secure: dict, case: dict) -> dict[str, Any]:
 
 
 def secrets(secure: dict, case: dict) -> list[str]:
-    found = [secure["password"]]
+    found = [secure["password"], secure["sat_token"]]
     password = case["options"].get("password", "")
     if password and not password.startswith("$"):
         found.append(password)

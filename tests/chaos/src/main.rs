@@ -131,10 +131,28 @@ fn serve_secure(args: &[String]) -> Result<bool, String> {
             dir.join("server.log"),
         )
         .await?;
+        // K8S-SAT: an mqtt5 broker of our own (Mosquitto has no K8S-SAT), with a second
+        // state store attached.
+        let (sat, sat_broker) = secure::start_sat_broker().await?;
+        let sat_server = procs::ServerProcess::start(
+            &server_bin,
+            vec![
+                "--broker".into(),
+                format!("mqtt://{sat}"),
+                "--log-level".into(),
+                "warn".into(),
+            ],
+            dir.join("sat-server.log"),
+        )
+        .await?;
+        let mut description = description;
+        description["ports"]["sat"] = sat.port().into();
         println!("{description}");
         use std::io::Write;
         let _ = std::io::stdout().flush();
         stdin_closed(Duration::from_secs(1800)).await;
+        drop(sat_server);
+        sat_broker.shutdown();
         drop(server);
         drop(broker);
         let _ = std::fs::remove_dir_all(&dir);

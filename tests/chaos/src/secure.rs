@@ -4,10 +4,18 @@
 //! --broker` on its plain listener. Prints one JSON line describing all of it (the language
 //! tests read it), serves until stdin is closed.
 
-use std::net::{Ipv4Addr, TcpListener};
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 
+use mqtt5::broker::config::{StorageBackend, StorageConfig};
+use mqtt5::broker::{
+    AuthProvider, AuthResult, BrokerConfig, BrokerShutdownHandle, EnhancedAuthResult, MqttBroker,
+};
+use mqtt5::packet::connect::ConnectPacket;
+use mqtt5::protocol::v5::reason_codes::ReasonCode;
 use rcgen::{
     date_time_ymd, BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair,
@@ -19,6 +27,9 @@ use serde_json::{json, Value};
 pub const USERNAME: &str = "chaos-user";
 /// See [`USERNAME`].
 pub const PASSWORD: &str = "S3cret-chaos-Pw-7c1d";
+
+/// The service-account token the `sat` listener accepts (a secret like the password).
+pub const SAT_TOKEN: &str = "chaos-sat-token-3f9a-Secret";
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -97,7 +108,8 @@ pub fn prepare(dir: &Path) -> Result<Value> {
     let client_key = write(dir, "client.key", &client_key, 0o600)?;
     let password_file = write(dir, "password", &format!("{PASSWORD}\n"), 0o600)?;
     let password_file_wide = write(dir, "password-wide", &format!("{PASSWORD}\n"), 0o644)?;
-    let token_file = write(dir, "sat-token", "chaos-sat-token-3f9a", 0o600)?;
+    let token_file = write(dir, "sat-token", SAT_TOKEN, 0o600)?;
+    let wrong_token_file = write(dir, "sat-token-wrong", "Wrong-sat-token-55e0", 0o600)?;
     // Mosquitto's own password file (hashed by mosquitto_passwd).
     let passwd = dir.join("mosquitto.passwd");
     std::fs::write(&passwd, "").map_err(e)?;
@@ -167,5 +179,82 @@ pub fn prepare(dir: &Path) -> Result<Value> {
         "password_file": d(&password_file),
         "password_file_wide": d(&password_file_wide),
         "sat_token_file": d(&token_file),
+        "sat_token_file_wrong": d(&wrong_token_file),
+        "sat_token": SAT_TOKEN,
     }))
+}
+
+/// An MQTT 5 broker (the `mqtt5` crate, as in the embedded server) that accepts `K8S-SAT`
+/// enhanced authentication with [`SAT_TOKEN`] only, and plain connections without
+/// authentication (for the state store attached to it). Mosquitto has no K8S-SAT.
+pub async fn start_sat_broker() -> Result<(SocketAddr, BrokerShutdownHandle)> {
+    let config = BrokerConfig::default()
+        .with_bind_address(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .with_storage(StorageConfig::default().with_backend(StorageBackend::Memory))
+        .with_sys_topics_enabled(false);
+    let mut broker = MqttBroker::with_config(config)
+        .await
+        .map_err(e)?
+        .with_auth_provider(std::sync::Arc::new(SatOnly));
+    let addr = broker.local_addr().ok_or("the SAT broker has no address")?;
+    let shutdown = broker.shutdown_handle();
+    let mut ready = broker.ready_receiver();
+    tokio::spawn(async move {
+        let _ = broker.run().await;
+    });
+    ready.wait_for(|ready| *ready).await.map_err(e)?;
+    Ok((addr, shutdown))
+}
+
+struct SatOnly;
+
+type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+impl AuthProvider for SatOnly {
+    fn authenticate<'a>(
+        &'a self,
+        _connect: &'a ConnectPacket,
+        _client_addr: SocketAddr,
+    ) -> Boxed<'a, mqtt5::Result<AuthResult>> {
+        Box::pin(async { Ok(AuthResult::success()) })
+    }
+
+    fn authorize_publish<'a>(
+        &'a self,
+        _client_id: &str,
+        _user_id: Option<&'a str>,
+        _topic: &'a str,
+    ) -> Boxed<'a, bool> {
+        Box::pin(async { true })
+    }
+
+    fn authorize_subscribe<'a>(
+        &'a self,
+        _client_id: &str,
+        _user_id: Option<&'a str>,
+        _topic_filter: &'a str,
+    ) -> Boxed<'a, bool> {
+        Box::pin(async { true })
+    }
+
+    fn supports_enhanced_auth(&self) -> bool {
+        true
+    }
+
+    fn authenticate_enhanced<'a>(
+        &'a self,
+        auth_method: &'a str,
+        auth_data: Option<&'a [u8]>,
+        _client_id: &'a str,
+    ) -> Boxed<'a, mqtt5::Result<EnhancedAuthResult>> {
+        let accepted = auth_method == "K8S-SAT" && auth_data == Some(SAT_TOKEN.as_bytes());
+        let method = auth_method.to_owned();
+        Box::pin(async move {
+            Ok(if accepted {
+                EnhancedAuthResult::success(method)
+            } else {
+                EnhancedAuthResult::fail(method, ReasonCode::NotAuthorized)
+            })
+        })
+    }
 }

@@ -78,7 +78,10 @@ fn cases() -> Value {
 
 /// Every password a case mentions, and the fixture's.
 fn secrets(secure: &Secure, case: &Value) -> Vec<String> {
-    let mut secrets = vec![secure.fixture["password"].as_str().unwrap().to_string()];
+    let mut secrets = vec![
+        secure.fixture["password"].as_str().unwrap().to_string(),
+        secure.fixture["sat_token"].as_str().unwrap().to_string(),
+    ];
     if let Some(password) = case["options"]["password"].as_str() {
         if !password.starts_with('$') {
             secrets.push(password.to_string());

@@ -734,4 +734,73 @@ mod tests {
         assert!(verdict.passed(), "{:?}", verdict.failures);
         assert_eq!(verdict.figures["interval_overlaps_after_server_restart"], 1);
     }
+
+    #[test]
+    fn a_missing_resync_after_an_outage_and_a_stale_last_event_fail() {
+        let observe = json!({"t": "op", "op": "observe", "ok": true, "start": 0, "end": 10});
+        let quiet = json!({"t": "quiet", "ts": 10_000});
+        let event = |kind: &str, value: &str, ts: u64| json!({"t": "event", "kind": kind, "value": value, "ts": ts});
+        let faults = [
+            json!({"kind": "cut", "disconnects": true, "start": 1000, "end": 1001}),
+            json!({"kind": "delay", "disconnects": false, "start": 3000, "end": 4000}),
+            json!({"kind": "outage", "disconnects": true, "start": 5000, "end": 7500}),
+        ];
+        let finals = json!({"chaos/counter": "7"});
+        let good = vec![
+            observe.clone(),
+            event("resynced", "3", 1200),
+            event("resynced", "6", 7700),
+            event("set", "7", 8000),
+            quiet.clone(),
+        ];
+        let mut verdict = Verdict::default();
+        check_observation("w", &good, &faults, &finals, &mut verdict);
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+
+        let missing = vec![
+            observe.clone(),
+            event("resynced", "3", 1200),
+            event("set", "7", 8000),
+            quiet.clone(),
+        ];
+        let mut verdict = Verdict::default();
+        check_observation("w", &missing, &faults, &finals, &mut verdict);
+        assert_eq!(
+            verdict.failures["observations_resync_after_each_outage"].len(),
+            1
+        );
+
+        let stale = vec![
+            observe,
+            event("resynced", "3", 1200),
+            event("resynced", "6", 7700),
+            quiet,
+        ];
+        let mut verdict = Verdict::default();
+        check_observation("w", &stale, &faults, &finals, &mut verdict);
+        assert_eq!(verdict.failures["observations_see_final_value"].len(), 1);
+    }
+
+    #[test]
+    fn a_call_past_its_bound_is_a_hang_and_an_internal_error_is_unclear() {
+        let op = |start: u64, end: u64, code: &str| json!({"t": "op", "op": "get", "key": "k", "start": start, "end": end, "timeout_ms": 2000, "code": code});
+        let mut verdict = Verdict::default();
+        check_calls(
+            "w",
+            &[op(0, 2100, "TIMEOUT"), op(0, 10, "OK")],
+            &mut verdict,
+        );
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        let mut verdict = Verdict::default();
+        check_calls(
+            "w",
+            &[
+                op(0, 2000 + HANG_SLACK_MS + 1, "TIMEOUT"),
+                op(0, 10, "INTERNAL"),
+            ],
+            &mut verdict,
+        );
+        assert_eq!(verdict.failures["calls_end_within_timeout"].len(), 1);
+        assert_eq!(verdict.failures["errors_are_clear"].len(), 1);
+    }
 }

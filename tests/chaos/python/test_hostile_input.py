@@ -237,3 +237,56 @@ def test_nan_and_infinite_durations_are_refused() -> None:
     for bad in (math.nan, math.inf, -1.0):
         with pytest.raises(CLEAR):
             statestore.Client.connect("127.0.0.1", 1, default_timeout=bad)
+
+
+class Exploding:
+    """Raises from every conversion a binding might try."""
+
+    def __bytes__(self) -> bytes:
+        raise ZeroDivisionError("boom from __bytes__")
+
+    def __str__(self) -> str:
+        raise ZeroDivisionError("boom from __str__")
+
+    def __index__(self) -> int:
+        raise ZeroDivisionError("boom from __index__")
+
+    def __float__(self) -> float:
+        raise ZeroDivisionError("boom from __float__")
+
+
+def test_objects_that_raise_from_their_conversions(client: Any) -> None:
+    for call in (lambda: client.set(Exploding(), "v"), lambda: client.set("k", Exploding()),
+                 lambda: client.get(Exploding()), lambda: client.set("k", "v", timeout=Exploding()),
+                 lambda: client.set("k", "v", expiry=Exploding()), lambda: client.lock(Exploding(), 1.0),
+                 lambda: statestore.Client.connect("127.0.0.1", Exploding())):
+        # The caller's own exception may come through, or a TypeError: never a crash.
+        try:
+            result = call()
+        except (ZeroDivisionError, *CLEAR) as error:
+            assert not isinstance(error, statestore.InternalError), error
+        else:
+            if hasattr(result, "close"):
+                result.close()
+
+
+def test_non_contiguous_and_mutated_buffers(client: Any) -> None:
+    strided = memoryview(b"abcdefgh")[::2]
+    result = clear(lambda: client.set("strided", strided))
+    if result is not None:
+        assert bytes(client.get("strided").value) == b"aceg"
+    buffer = bytearray(b"x" * 100_000)
+    stop = threading.Event()
+
+    def mutate() -> None:
+        while not stop.is_set():
+            buffer[0] = (buffer[0] + 1) % 256
+
+    mutator = threading.Thread(target=mutate)
+    mutator.start()
+    try:
+        for _ in range(50):
+            clear(lambda: client.set("mutated", buffer))
+    finally:
+        stop.set()
+        mutator.join()

@@ -1,7 +1,8 @@
 // One measurement of one Node flavour, for `statestore-bench bindings` (bench/README.md).
 //
 // Flavours: `promise` (Client with N Promises in flight), `sync` (the ...Sync twins: they
-// block the only JS thread, so one call is in flight by construction) and `mqttjs` (the state
+// block their JS thread, so N in flight are N worker_threads, each with its own client and
+// connection) and `mqttjs` (the state
 // store protocol spoken by hand over mqtt.js, MQTT 5, TCP_NODELAY: the baseline a Node user
 // would otherwise write). Tests: `probe`, `throughput`, `boundary` (calls that fail validation
 // before any I/O, ns per call) and `memory` (many operations while resident memory is sampled).
@@ -14,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 
 const INVOKE_TOPIC = 'statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke';
 const WARMUP = 0;
@@ -251,12 +253,7 @@ async function runPromise(statestore) {
 // --- statestore Client: Sync twins ----------------------------------------------------------------
 
 async function runSync(statestore) {
-  if (args.test === 'throughput' && args.inflight > 1) {
-    return {
-      unavailable:
-        'Sync calls block the only JS thread: one call in flight per thread (worker_threads would each need their own client)',
-    };
-  }
+  if (args.test === 'throughput' && args.inflight > 1) return runSyncThreads();
   const client = await statestore.Client.connect({ host: args.host, port: args.port });
   try {
     const value = Buffer.alloc(args.size, 'v');
@@ -302,6 +299,104 @@ async function runSync(statestore) {
   } finally {
     await client.close();
   }
+}
+
+// Sync calls block their JS thread, so N in flight takes N worker_threads; a client cannot be
+// shared between JS environments, so each thread connects its own (N connections).
+// control: [phase, measured operations] shared with every worker.
+async function runSyncThreads() {
+  const control = new Int32Array(new SharedArrayBuffer(8));
+  const workers = [];
+  const ready = [];
+  const done = [];
+  for (let slot = 0; slot < args.inflight; slot++) {
+    const worker = new Worker(new URL(import.meta.url), {
+      argv: process.argv.slice(2),
+      workerData: { slot, control: control.buffer },
+    });
+    const messages = [];
+    const waiters = [];
+    worker.on('message', (m) => (waiters.length ? waiters.shift()(m) : messages.push(m)));
+    worker.on('error', (e) => (waiters.length ? waiters.shift()({ error: String(e?.message ?? e) }) : messages.push({ error: String(e?.message ?? e) })));
+    const next = () => new Promise((r) => (messages.length ? r(messages.shift()) : waiters.push(r)));
+    workers.push(worker);
+    ready.push(next().then((m) => {
+      if (!m.ready) throw new Error(m.error ?? 'a worker did not start');
+      done.push(next());
+    }));
+  }
+  try {
+    await Promise.all(ready);
+  } catch (error) {
+    Atomics.store(control, 0, STOP);
+    await Promise.all(workers.map((w) => w.terminate()));
+    throw error;
+  }
+  await sleep(args.warmup * 1000);
+  const win = new Window();
+  const gate = { phase: WARMUP };
+  win.open(gate);
+  Atomics.store(control, 0, MEASURE);
+  const deadline = performance.now() + args.seconds * 1000;
+  while (performance.now() < deadline && Atomics.load(control, 0) !== STOP) await sleep(5);
+  Atomics.store(control, 0, STOP);
+  const recorder = new Recorder(true);
+  for (const m of await Promise.all(done)) {
+    if (m.error) recorder.failure(gate, m.error);
+    for (const l of m.latencies ?? []) recorder.latencies.push(l);
+    recorder.ops += m.ops ?? 0;
+    recorder.errors += m.errors ?? 0;
+    if (m.firstError && recorder.firstError === null) recorder.firstError = m.firstError;
+    recorder.last = Math.max(recorder.last, (m.last ?? 0) - performance.timeOrigin);
+  }
+  return finish(gate, win.figures(recorder));
+}
+
+async function syncWorker() {
+  const { slot } = workerData;
+  const control = new Int32Array(workerData.control);
+  let client;
+  try {
+    client = await requireFrom('statestore').Client.connect({ host: args.host, port: args.port });
+    checkSet(client.setSync(key(slot), Buffer.alloc(args.size, 'v')));
+  } catch (error) {
+    parentPort.postMessage({ error: String(error?.message ?? error) });
+    return;
+  }
+  parentPort.postMessage({ ready: true });
+  const value = Buffer.alloc(args.size, 'v');
+  const k = key(slot);
+  const latencies = [];
+  let ops = 0;
+  let errors = 0;
+  let firstError = null;
+  let last = 0;
+  for (;;) {
+    const phase = Atomics.load(control, 0);
+    if (phase === STOP) break;
+    if (phase === MEASURE && args.ops !== null && Atomics.add(control, 1, 1) >= args.ops) {
+      Atomics.store(control, 0, STOP);
+      break;
+    }
+    const sent = performance.now();
+    try {
+      if (args.op === 'set') checkSet(client.setSync(k, value));
+      else checkGet(client.getSync(k));
+    } catch (error) {
+      errors++;
+      firstError ??= String(error?.message ?? error);
+      Atomics.store(control, 0, STOP);
+      break;
+    }
+    if (phase === MEASURE) {
+      const now = performance.now();
+      latencies.push(now - sent);
+      ops++;
+      last = performance.timeOrigin + now;
+    }
+  }
+  await client.close();
+  parentPort.postMessage({ done: true, latencies, ops, errors, firstError, last });
 }
 
 // --- by hand over mqtt.js ------------------------------------------------------------------------
@@ -442,4 +537,5 @@ async function main() {
   setTimeout(() => process.exit(0), 100).unref();
 }
 
-main();
+if (isMainThread) main();
+else syncWorker();

@@ -39,7 +39,8 @@ pub enum Flavour {
     PythonSync,
     /// Node `Client` Promises, N in flight.
     NodePromise,
-    /// Node `...Sync` twins: one call at a time on the JS thread.
+    /// Node `...Sync` twins: one JS thread per request in flight (worker_threads, each with
+    /// its own client: a client cannot be shared between JS environments).
     NodeSync,
     /// By hand over paho-mqtt (the Python baseline).
     PythonPaho,
@@ -153,10 +154,6 @@ impl Flavour {
     /// Why this flavour cannot run `test` at all (the cell is reported, not run).
     pub fn unsupported(self, test: &Test) -> Option<&'static str> {
         match (self, test) {
-            (Flavour::NodeSync, Test::Throughput { in_flight, .. }) if *in_flight > 1 => Some(
-                "Sync calls block the only JS thread: one call in flight per thread \
-                 (worker_threads would each need their own client)",
-            ),
             (f, Test::Boundary | Test::Memory) if f.is_baseline() => {
                 Some("not applicable to a by-hand baseline")
             }

@@ -371,7 +371,7 @@ pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
 pub const NOTES: [&str; 9] = [
     "every item runs in fresh processes: Mosquitto (when the cell uses it), the service side (statestore-bench serve: statestore-server with its embedded broker, or attached to Mosquitto) and the flavour's driver",
     "drivers: rust-* = statestore-bench rust-driver (the main harness's client drivers); c-* = bench/drivers/c_driver.c linked against the installed libstatestore; python-* = bench/drivers/py_driver.py; node-* = bench/drivers/node_driver.mjs",
-    "in flight: tasks/Promises/async calls for the async flavours, threads sharing one client for the blocking ones; node-sync runs one call at a time (Sync calls block the only JS thread)",
+    "in flight: tasks/Promises/async calls for the async flavours, threads sharing one client for the blocking ones; node-sync: Sync calls block their JS thread, so N in flight are N worker_threads, each with its own client and connection",
     "by-hand baselines: the state store protocol over paho-mqtt (python-paho) and mqtt.js (node-mqttjs), MQTT 5, TCP_NODELAY, the client's envelope (QoS 1, response topic, 16-byte correlation data, __srcId, __ts HLC, __protVer, expiry, content type); each answer issues the slot's next request from the library's message callback, the fastest way to drive those libraries",
     "ops_per_sec: measured operations / time from the end of the warm-up to the last measured answer; p50/p99: per-operation latency, call to checked answer, in the driver's language and clock",
     "cpu_us_per_op: CPU of the driver process / operations; service_cpu_us_per_op: CPU of the service process (clock ticks), Mosquitto's own CPU excluded",

@@ -139,6 +139,28 @@ describe('hostile input', () => {
     }), { numRuns: 60 })
   })
 
+  test('objects that throw from their getters and conversions, proxies, shared and detached buffers', async () => {
+    const boom = () => { throw new EvalError('boom from user code') }
+    const throwing = { get timeout () { boom() }, get persist () { boom() }, toString: boom, valueOf: boom, [Symbol.toPrimitive]: boom }
+    const proxy = new Proxy({}, { get: boom, has: boom, ownKeys: boom, getOwnPropertyDescriptor: boom })
+    const shared = new Uint8Array(new SharedArrayBuffer(16))
+    const detached = new Uint8Array(8)
+    structuredClone(detached.buffer, { transfer: [detached.buffer] })
+    const odd = [throwing, proxy, shared, detached, new Uint8Array(new ArrayBuffer(8), 4, 0), Object.create(null)]
+    for (const value of odd) {
+      for (const call of [() => client.set(value, 'v'), () => client.set('k', value), () => client.get(value),
+        () => client.set('k', 'v', value), () => client.setSync('k', 'v', value), () => Client.connect(value)]) {
+        try {
+          const result = await call()
+          if (result && typeof result.close === 'function') await result.close()
+        } catch (error) {
+          // The caller's own exception may come through, or a clear error: never a crash.
+          assert.ok(error instanceof EvalError || isClear(error), `unclear failure: ${error?.stack ?? error}`)
+        }
+      }
+    }
+  })
+
   test('huge and empty values', async () => {
     assert.ok((await client.set('empty', Buffer.alloc(0))).applied)
     assert.equal((await client.get('empty')).value.length, 0)

@@ -80,7 +80,13 @@ fn answer(request: &Request) -> Option<Answer> {
         } else {
             &b"$1\r\nv\r\n"[..]
         }),
-        b"h/garbage" => Answer::ok((0..64).map(|_| fastrand::u8(..)).collect::<Vec<u8>>()),
+        // Random bytes after a NUL: never a RESP type marker (a leading `-` would read as an
+        // error line, which core accepts leniently).
+        b"h/garbage" => Answer::ok(
+            std::iter::once(0u8)
+                .chain((0..63).map(|_| fastrand::u8(..)))
+                .collect::<Vec<u8>>(),
+        ),
         b"h/empty" => Answer::ok(Bytes::new()),
         b"h/nested" => Answer::ok(b"*1\r\n".repeat(NESTING)),
         b"h/huge" => Answer::ok(if is_get {

@@ -16,6 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,73 @@ static void close_races(uint16_t port) {
     }
 }
 
+/* ---- 2b. async calls pending while another thread closes: each callback exactly once ---- */
+
+static atomic_int completions;
+static atomic_int bad_completions;
+
+static void on_set_done(void *user_data, statestore_status status, const char *message, const statestore_set_result *result) {
+    (void)user_data;
+    (void)message;
+    (void)result;
+    if (status != STATESTORE_OK && status != STATESTORE_ERR_CLOSED) atomic_fetch_add(&bad_completions, 1);
+    atomic_fetch_add(&completions, 1);
+}
+
+static void on_get_done(void *user_data, statestore_status status, const char *message, const statestore_value *value) {
+    (void)user_data;
+    (void)message;
+    (void)value;
+    if (status != STATESTORE_OK && status != STATESTORE_ERR_CLOSED) atomic_fetch_add(&bad_completions, 1);
+    atomic_fetch_add(&completions, 1);
+}
+
+static void *close_client(void *arg) {
+    judged("close from another thread", statestore_close(arg));
+    return NULL;
+}
+
+static void async_close_races(uint16_t port) {
+    for (int round = 0; round < 10; round++) {
+        statestore_options *options = NULL;
+        statestore_options_new(&options);
+        statestore_options_set_host(options, "127.0.0.1");
+        statestore_options_set_port(options, port);
+        statestore_client *client = NULL;
+        statestore_status status = statestore_connect(options, &client);
+        statestore_options_free(options);
+        if (status != STATESTORE_OK) {
+            fail("connect", status);
+            return;
+        }
+        atomic_store(&completions, 0);
+        atomic_store(&bad_completions, 0);
+        int issued = 0;
+        pthread_t closer;
+        for (int i = 0; i < 400; i++) {
+            if (i == 200) pthread_create(&closer, NULL, close_client, client);
+            statestore_status started =
+                i % 2 ? statestore_set_async(client, (const uint8_t *)"async", 5, (const uint8_t *)"v", 1, NULL, on_set_done, NULL)
+                      : statestore_get_async(client, (const uint8_t *)"async", 5, -1, on_get_done, NULL);
+            if (started == STATESTORE_OK) issued++;
+            else if (started != STATESTORE_ERR_CLOSED) fail("async call", started);
+        }
+        pthread_join(closer, NULL);
+        /* statestore_close returns after every pending callback ran; calls started after it
+         * are refused or complete with CLOSED on their own: wait a little for those. */
+        for (int spin = 0; spin < 500 && atomic_load(&completions) < issued; spin++) {
+            struct timespec pause = {0, 10 * 1000000L};
+            nanosleep(&pause, NULL);
+        }
+        if (atomic_load(&completions) != issued || atomic_load(&bad_completions) != 0) {
+            fprintf(stderr, "round %d: %d calls started, %d callbacks, %d with an unexpected status\n", round, issued,
+                    atomic_load(&completions), atomic_load(&bad_completions));
+            fail("every callback exactly once, OK or CLOSED", STATESTORE_OK);
+        }
+        judged("client_free", statestore_client_free(client));
+    }
+}
+
 /* ---- 3. the malicious server ---- */
 
 static void catalogue(uint16_t port, const char *path) {
@@ -406,6 +474,8 @@ int main(int argc, char **argv) {
     printf("hostile-c: random calls done (%d failures)\n", failures);
     close_races(server_port);
     printf("hostile-c: close races done (%d failures)\n", failures);
+    async_close_races(server_port);
+    printf("hostile-c: async calls racing close done (%d failures)\n", failures);
     catalogue(hostile_port, argv[3]);
     printf("hostile-c: malicious server done (%d failures)\n", failures);
     return failures ? 1 : 0;

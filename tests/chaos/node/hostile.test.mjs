@@ -161,6 +161,32 @@ describe('hostile input', () => {
     }
   })
 
+  test('worker threads terminated in the middle of calls and observations', async () => {
+    const { Worker } = await import('node:worker_threads')
+    const source = `
+      const { workerData } = require('node:worker_threads')
+      const { Client } = require(workerData.pkg)
+      ;(async () => {
+        const client = await Client.connect(workerData.options)
+        client.observe('worker-key')
+        for (let i = 0; ; i++) {
+          await client.set('worker-key', String(i))
+          client.getSync('worker-key')
+        }
+      })()
+    `
+    const pkgPath = new URL('index.js', pkg).pathname
+    for (let round = 0; round < 5; round++) {
+      const workers = Array.from({ length: 4 }, () =>
+        new Worker(source, { eval: true, workerData: { pkg: pkgPath, options: server.connectOptions } }))
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const codes = await Promise.all(workers.map((w) => w.terminate()))
+      assert.equal(codes.length, 4)
+    }
+    // The process and the main thread's client are fine.
+    assert.ok((await client.set('after-workers', 'v')).applied)
+  })
+
   test('huge and empty values', async () => {
     assert.ok((await client.set('empty', Buffer.alloc(0))).applied)
     assert.equal((await client.get('empty')).value.length, 0)

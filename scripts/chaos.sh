@@ -72,9 +72,10 @@ fi
 # Node: the package in node/ loadable by node.
 if command -v node >/dev/null && [ -f "$writers/writer.mjs" ] \
     && (cd node && node -e 'require(".")' >/dev/null 2>&1); then
-  flags+=(--writer "node=node $writers/writer.mjs")
+  flags+=(--writer "node=node $writers/writer.mjs" --writer "node-sync=node $writers/writer.mjs sync")
 else
-  flags+=(--skip "node=the statestore Node package in node/ does not load (build it with scripts/test-node.sh)")
+  reason="the statestore Node package in node/ does not load (build it with scripts/test-node.sh)"
+  flags+=(--skip "node=$reason" --skip "node-sync=$reason")
 fi
 
 # Keep the last few runs (a 30-minute run writes about 400 MB of logs).

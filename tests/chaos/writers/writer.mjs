@@ -1,7 +1,8 @@
-// The Node writer of the chaos run (the Promise API of the `statestore` package in node/):
-// the writer protocol of tests/chaos/README.md.
+// The Node writers of the chaos run (the `statestore` package in node/): the writer protocol
+// of tests/chaos/README.md through the Promise methods, or with `sync` through their blocking
+// `…Sync` twins (each awaited once, so that observation events are handled between calls).
 //
-//   node writer.mjs HOST PORT LOCK COUNTER PREFIX DURATION_MS TIMEOUT_MS LOG
+//   node writer.mjs [sync] HOST PORT LOCK COUNTER PREFIX DURATION_MS TIMEOUT_MS LOG
 import { openSync, writeSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -14,8 +15,10 @@ const PAUSE = 20
 const QUIET_WAIT = 90000
 
 const args = process.argv.slice(2)
+const sync = args[0] === 'sync'
+if (sync) args.shift()
 if (args.length !== 8) {
-  console.error('usage: writer.mjs HOST PORT LOCK COUNTER PREFIX DURATION_MS TIMEOUT_MS LOG')
+  console.error('usage: writer.mjs [sync] HOST PORT LOCK COUNTER PREFIX DURATION_MS TIMEOUT_MS LOG')
   process.exit(2)
 }
 const [host, port, lockName, counter, prefix, durationMs, timeoutArg, logPath] = args
@@ -58,6 +61,25 @@ async function retrying (name, key, end, attempt) {
   }
 }
 
+// The calls the workload makes, through the Promise methods or the Sync twins.
+const api = sync
+  ? {
+      set: async (c, k, v, o) => c.setSync(k, v, o),
+      get: async (c, k) => c.getSync(k),
+      lock: async (l) => l.lockSync(),
+      release: async (g) => g.releaseSync(),
+      connect: async (o) => Client.connectSync(o),
+      close: async (c) => c.closeSync(),
+    }
+  : {
+      set: (c, k, v, o) => c.set(k, v, o),
+      get: (c, k) => c.get(k),
+      lock: (l) => l.lock(),
+      release: (g) => g.release(),
+      connect: (o) => Client.connect(o),
+      close: (c) => c.close(),
+    }
+
 const incr = (token, old, outcome, code) => write({ t: 'incr', token, old, new: old + 1, outcome, code, ts: now() })
 
 async function increment (client, lock) {
@@ -65,7 +87,7 @@ async function increment (client, lock) {
   let start = now()
   let guard
   try {
-    guard = await lock.lock()
+    guard = await api.lock(lock)
     op('lock', lockName, start, bound)
   } catch (error) {
     op('lock', lockName, start, bound, error)
@@ -77,7 +99,7 @@ async function increment (client, lock) {
   let old = null
   start = now()
   try {
-    const read = await client.get(counter)
+    const read = await api.get(client, counter)
     op('incr_get', counter, start, timeoutMs, null, { value: read ? text(read.value) : null })
     old = read ? Number(text(read.value)) : 0
     if (!Number.isSafeInteger(old)) throw Object.assign(new Error(`counter ${text(read.value)}`), { code: 'STATESTORE_UNEXPECTED_PAYLOAD' })
@@ -93,7 +115,7 @@ async function increment (client, lock) {
       const next = String(old + 1)
       start = now()
       try {
-        const result = await client.set(counter, next, { fencingToken: token, persist: true })
+        const result = await api.set(client, counter, next, { fencingToken: token, persist: true })
         op('incr_set', counter, start, timeoutMs, null, { value: next, applied: result.applied })
         incr(token, old, 'ok', 'OK')
       } catch (error) {
@@ -107,7 +129,7 @@ async function increment (client, lock) {
   const released = now()
   start = now()
   try {
-    await guard.release()
+    await api.release(guard)
     op('release', lockName, start, timeoutMs)
   } catch (error) {
     op('release', lockName, start, timeoutMs, error)
@@ -115,7 +137,7 @@ async function increment (client, lock) {
   write({ t: 'hold', token, holder: text(guard.holderName), acq: acquired, end: released, end_how: endHow })
 }
 
-write({ t: 'start', flavour: 'node', pid: process.pid, ts: now() })
+write({ t: 'start', flavour: sync ? 'node-sync' : 'node', pid: process.pid, ts: now() })
 const end = now() + Number(durationMs)
 const stdinClosed = new Promise((resolve) => {
   process.stdin.on('end', resolve)
@@ -123,7 +145,7 @@ const stdinClosed = new Promise((resolve) => {
   process.stdin.resume()
 })
 const client = await retrying('connect', '', end, () =>
-  Client.connect({ host, port: Number(port), defaultTimeout: timeoutMs, reconnectInitialDelay: 100, reconnectMaxDelay: 1000 }))
+  api.connect({ host, port: Number(port), defaultTimeout: timeoutMs, reconnectInitialDelay: 100, reconnectMaxDelay: 1000 }))
 const observation = await retrying('observe', counter, end, async () => {
   const observation = client.observe(counter)
   await observation.ready
@@ -144,14 +166,14 @@ for (let seq = 1; now() < end; seq++) {
   const value = `${key}#${seq}`
   let start = now()
   try {
-    const result = await client.set(key, value, { persist: true })
+    const result = await api.set(client, key, value, { persist: true })
     op('set', key, start, timeoutMs, null, { value, applied: result.applied })
   } catch (error) {
     op('set', key, start, timeoutMs, error, { value })
   }
   start = now()
   try {
-    const read = await client.get(key)
+    const read = await api.get(client, key)
     op('get', key, start, timeoutMs, null, { value: read ? text(read.value) : null })
   } catch (error) {
     op('get', key, start, timeoutMs, error)
@@ -165,7 +187,7 @@ observation.close()
 await Promise.race([events, sleep(timeoutMs)])
 const start = now()
 try {
-  await client.close()
+  await api.close(client)
   op('close', '', start, timeoutMs)
 } catch (error) {
   op('close', '', start, timeoutMs, error)

@@ -141,6 +141,220 @@ fn stdin_closed() -> std::sync::mpsc::Receiver<()> {
     rx
 }
 
+/// The calls of the workload, made by the async client or by the blocking one: the
+/// workload ([`workload`], [`increment`]) is written once over it.
+trait Store {
+    type Guard;
+    async fn set(&self, key: &str, value: &str, options: SetOptions) -> Result<bool, Error>;
+    async fn get(&self, key: &str) -> Result<Option<Value>, Error>;
+    async fn lock(&self) -> Result<Self::Guard, Error>;
+    fn token(guard: &Self::Guard) -> String;
+    fn holder(guard: &Self::Guard) -> String;
+    fn is_held(guard: &Self::Guard) -> bool;
+    fn fencing(guard: &Self::Guard) -> statestore::Hlc;
+    async fn release(&self, guard: Self::Guard) -> Result<(), Error>;
+    async fn pause(&self);
+}
+
+struct AsyncStore {
+    client: Client,
+    lock: Lock,
+}
+
+impl Store for AsyncStore {
+    type Guard = statestore::LockGuard;
+
+    async fn set(&self, key: &str, value: &str, options: SetOptions) -> Result<bool, Error> {
+        let result = self
+            .client
+            .set(key.to_string(), value.to_string(), options)
+            .await?;
+        Ok(result.applied)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Value>, Error> {
+        self.client.get(key.to_string()).await
+    }
+
+    async fn lock(&self) -> Result<Self::Guard, Error> {
+        self.lock.lock().await
+    }
+
+    fn token(guard: &Self::Guard) -> String {
+        guard.fencing_token().to_string()
+    }
+
+    fn holder(guard: &Self::Guard) -> String {
+        text(guard.holder_name())
+    }
+
+    fn is_held(guard: &Self::Guard) -> bool {
+        guard.is_held()
+    }
+
+    fn fencing(guard: &Self::Guard) -> statestore::Hlc {
+        guard.fencing_token().clone()
+    }
+
+    async fn release(&self, guard: Self::Guard) -> Result<(), Error> {
+        guard.release().await
+    }
+
+    async fn pause(&self) {
+        tokio::time::sleep(PAUSE).await;
+    }
+}
+
+struct BlockingStore {
+    client: statestore::blocking::Client,
+    lock: statestore::blocking::Lock,
+}
+
+/// Every method returns a future that is ready at once: the blocking call runs when it is
+/// first polled.
+impl Store for BlockingStore {
+    type Guard = statestore::blocking::LockGuard;
+
+    async fn set(&self, key: &str, value: &str, options: SetOptions) -> Result<bool, Error> {
+        Ok(self
+            .client
+            .set(key.to_string(), value.to_string(), options)?
+            .applied)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Value>, Error> {
+        self.client.get(key.to_string())
+    }
+
+    async fn lock(&self) -> Result<Self::Guard, Error> {
+        self.lock.lock()
+    }
+
+    fn token(guard: &Self::Guard) -> String {
+        guard.fencing_token().to_string()
+    }
+
+    fn holder(guard: &Self::Guard) -> String {
+        text(guard.holder_name())
+    }
+
+    fn is_held(guard: &Self::Guard) -> bool {
+        guard.is_held()
+    }
+
+    fn fencing(guard: &Self::Guard) -> statestore::Hlc {
+        guard.fencing_token().clone()
+    }
+
+    async fn release(&self, guard: Self::Guard) -> Result<(), Error> {
+        guard.release()
+    }
+
+    async fn pause(&self) {
+        std::thread::sleep(PAUSE);
+    }
+}
+
+/// Runs a future whose every await completes at once (the blocking store's).
+fn run_ready<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        // Not reached with the blocking store; yielding keeps it correct anyway.
+        std::thread::yield_now();
+    }
+}
+
+/// The cycles of the writer protocol until `end`.
+async fn workload<S: Store>(log: &Log, store: &S, params: &Params, end: Instant) {
+    let mut plan = Plan { seq: 0 };
+    while Instant::now() < end {
+        let (key, value, increment_now) = plan.next(&params.prefix);
+        let call = Call::start("set", &key, Some(&value), params.timeout_ms());
+        match store
+            .set(&key, &value, SetOptions::default().persist(true))
+            .await
+        {
+            Ok(applied) => log.op(&call, Outcome::applied(applied)),
+            Err(error) => log.op(&call, Outcome::failed(&error)),
+        }
+        let call = Call::start("get", &key, None, params.timeout_ms());
+        let read = store.get(&key).await;
+        log_read(log, call, &read);
+        if increment_now {
+            increment(log, store, params).await;
+        }
+        store.pause().await;
+    }
+}
+
+/// One fenced increment: lock, read, write with the token (if still held), release.
+async fn increment<S: Store>(log: &Log, store: &S, params: &Params) {
+    let lock_bound = (LOCK_WAIT + params.timeout).as_millis() as u64;
+    let call = Call::start("lock", &params.lock, None, lock_bound);
+    let guard = match store.lock().await {
+        Ok(guard) => {
+            log.op(&call, Outcome::ok());
+            guard
+        }
+        Err(error) => {
+            log.op(&call, Outcome::failed(&error));
+            return;
+        }
+    };
+    let acquired = now_ms();
+    let token = S::token(&guard);
+    let call = Call::start("incr_get", &params.counter, None, params.timeout_ms());
+    let read = store.get(&params.counter).await;
+    let old = read
+        .clone()
+        .and_then(|v| parse_counter(v.as_ref().map(|v| &v.value)));
+    log_read(log, call, &read);
+    let end_how = match old {
+        Err(_) => "not_written",
+        Ok(old) if !S::is_held(&guard) => {
+            log.write(incr_record(&token, old, "failed", "NOT_HELD"));
+            "lost"
+        }
+        Ok(old) => {
+            let new = (old + 1).to_string();
+            let options = SetOptions::default()
+                .persist(true)
+                .fencing_token(S::fencing(&guard));
+            let call = Call::start("incr_set", &params.counter, Some(&new), params.timeout_ms());
+            let written = store.set(&params.counter, &new, options).await;
+            match &written {
+                Ok(applied) => log.op(&call, Outcome::applied(*applied)),
+                Err(error) => log.op(&call, Outcome::failed(error)),
+            }
+            let (outcome, code) = outcome_of(&written);
+            log.write(incr_record(&token, old, outcome, code));
+            "released"
+        }
+    };
+    let end = now_ms();
+    let holder = S::holder(&guard);
+    let call = Call::start("release", &params.lock, None, params.timeout_ms());
+    match store.release(guard).await {
+        Ok(()) => log.op(&call, Outcome::ok()),
+        Err(error) => log.op(&call, Outcome::failed(&error)),
+    }
+    log.write(json!({"t": "hold", "token": token, "holder": holder, "acq": acquired, "end": end, "end_how": end_how}));
+}
+
+fn log_read(log: &Log, mut call: Call, read: &Result<Option<Value>, Error>) {
+    match read {
+        Ok(value) => {
+            call.set_value(value.as_ref().map(|v| text(&v.value)));
+            log.op(&call, Outcome::ok());
+        }
+        Err(error) => log.op(&call, Outcome::failed(error)),
+    }
+}
+
 /// The async flavour.
 pub fn run_async(params: Params) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -199,23 +413,11 @@ async fn async_main(params: Params) -> Result<(), String> {
     let lock = Lock::new(&client, params.lock.clone(), LOCK_TTL)
         .map_err(|e| e.to_string())?
         .timeout(LOCK_WAIT);
-    let mut plan = Plan { seq: 0 };
-    while Instant::now() < end {
-        let (key, value, increment) = plan.next(&params.prefix);
-        let options = SetOptions::default().persist(true);
-        let call = Call::start("set", &key, Some(&value), params.timeout_ms());
-        match client.set(key.clone(), value.clone(), options).await {
-            Ok(result) => log.op(&call, Outcome::applied(result.applied)),
-            Err(error) => log.op(&call, Outcome::failed(&error)),
-        }
-        let call = Call::start("get", &key, None, params.timeout_ms());
-        let read = client.get(key.clone()).await;
-        log_read(&log, call, &read);
-        if increment {
-            increment_async(&log, &client, &lock, &params).await;
-        }
-        tokio::time::sleep(PAUSE).await;
-    }
+    let store = AsyncStore {
+        client: client.clone(),
+        lock,
+    };
+    workload(&log, &store, &params, end).await;
     log.write(json!({"t": "quiet", "ts": now_ms()}));
     let closed = stdin_closed();
     let _ = tokio::task::spawn_blocking(move || closed.recv_timeout(QUIET_WAIT)).await;
@@ -227,70 +429,6 @@ async fn async_main(params: Params) -> Result<(), String> {
     let _ = tokio::time::timeout(params.timeout, events).await;
     log.write(json!({"t": "end", "ts": now_ms()}));
     Ok(())
-}
-
-fn log_read(log: &Log, mut call: Call, read: &Result<Option<Value>, Error>) {
-    match read {
-        Ok(value) => {
-            call.set_value(value.as_ref().map(|v| text(&v.value)));
-            log.op(&call, Outcome::ok());
-        }
-        Err(error) => log.op(&call, Outcome::failed(error)),
-    }
-}
-
-async fn increment_async(log: &Log, client: &Client, lock: &Lock, params: &Params) {
-    let lock_bound = (LOCK_WAIT + params.timeout).as_millis() as u64;
-    let call = Call::start("lock", &params.lock, None, lock_bound);
-    let guard = match lock.lock().await {
-        Ok(guard) => {
-            log.op(&call, Outcome::ok());
-            guard
-        }
-        Err(error) => {
-            log.op(&call, Outcome::failed(&error));
-            return;
-        }
-    };
-    let acquired = now_ms();
-    let token = guard.fencing_token().to_string();
-    let holder = text(guard.holder_name());
-    let call = Call::start("incr_get", &params.counter, None, params.timeout_ms());
-    let read = client.get(params.counter.clone()).await;
-    let old = read
-        .clone()
-        .and_then(|v| parse_counter(v.as_ref().map(|v| &v.value)));
-    log_read(log, call, &read);
-    let end_how = match old {
-        Err(_) => "not_written",
-        Ok(old) if !guard.is_held() => {
-            log.write(incr_record(&token, old, "failed", "NOT_HELD"));
-            "lost"
-        }
-        Ok(old) => {
-            let new = (old + 1).to_string();
-            let options = SetOptions::default()
-                .persist(true)
-                .fencing_token(guard.fencing_token().clone());
-            let call = Call::start("incr_set", &params.counter, Some(&new), params.timeout_ms());
-            let written = client.set(params.counter.clone(), new, options).await;
-            match &written {
-                Ok(result) => log.op(&call, Outcome::applied(result.applied)),
-                Err(error) => log.op(&call, Outcome::failed(error)),
-            }
-            let (outcome, code) = outcome_of(&written);
-            log.write(incr_record(&token, old, outcome, code));
-            "released"
-        }
-    };
-    let end = now_ms();
-    let call = Call::start("release", &params.lock, None, params.timeout_ms());
-    let released = guard.release().await;
-    match &released {
-        Ok(()) => log.op(&call, Outcome::ok()),
-        Err(error) => log.op(&call, Outcome::failed(error)),
-    }
-    log.write(json!({"t": "hold", "token": token, "holder": holder, "acq": acquired, "end": end, "end_how": end_how}));
 }
 
 /// The blocking flavour.
@@ -348,23 +486,11 @@ pub fn run_blocking(params: Params) -> Result<(), String> {
     let lock = blocking::Lock::new(&client, params.lock.clone(), LOCK_TTL)
         .map_err(|e| e.to_string())?
         .timeout(LOCK_WAIT);
-    let mut plan = Plan { seq: 0 };
-    while Instant::now() < end {
-        let (key, value, increment) = plan.next(&params.prefix);
-        let options = SetOptions::default().persist(true);
-        let call = Call::start("set", &key, Some(&value), params.timeout_ms());
-        match client.set(key.clone(), value.clone(), options) {
-            Ok(result) => log.op(&call, Outcome::applied(result.applied)),
-            Err(error) => log.op(&call, Outcome::failed(&error)),
-        }
-        let call = Call::start("get", &key, None, params.timeout_ms());
-        let read = client.get(key.clone());
-        log_read(&log, call, &read);
-        if increment {
-            increment_blocking(&log, &client, &lock, &params);
-        }
-        std::thread::sleep(PAUSE);
-    }
+    let store = BlockingStore {
+        client: client.clone(),
+        lock,
+    };
+    run_ready(workload(&log, &store, &params, end));
     log.write(json!({"t": "quiet", "ts": now_ms()}));
     let _ = stdin_closed().recv_timeout(QUIET_WAIT);
     stop.store(true, Ordering::SeqCst);
@@ -376,63 +502,4 @@ pub fn run_blocking(params: Params) -> Result<(), String> {
     }
     log.write(json!({"t": "end", "ts": now_ms()}));
     Ok(())
-}
-
-fn increment_blocking(
-    log: &Log,
-    client: &statestore::blocking::Client,
-    lock: &statestore::blocking::Lock,
-    params: &Params,
-) {
-    let lock_bound = (LOCK_WAIT + params.timeout).as_millis() as u64;
-    let call = Call::start("lock", &params.lock, None, lock_bound);
-    let guard = match lock.lock() {
-        Ok(guard) => {
-            log.op(&call, Outcome::ok());
-            guard
-        }
-        Err(error) => {
-            log.op(&call, Outcome::failed(&error));
-            return;
-        }
-    };
-    let acquired = now_ms();
-    let token = guard.fencing_token().to_string();
-    let holder = text(guard.holder_name());
-    let call = Call::start("incr_get", &params.counter, None, params.timeout_ms());
-    let read = client.get(params.counter.clone());
-    let old = read
-        .clone()
-        .and_then(|v| parse_counter(v.as_ref().map(|v| &v.value)));
-    log_read(log, call, &read);
-    let end_how = match old {
-        Err(_) => "not_written",
-        Ok(old) if !guard.is_held() => {
-            log.write(incr_record(&token, old, "failed", "NOT_HELD"));
-            "lost"
-        }
-        Ok(old) => {
-            let new = (old + 1).to_string();
-            let options = SetOptions::default()
-                .persist(true)
-                .fencing_token(guard.fencing_token().clone());
-            let call = Call::start("incr_set", &params.counter, Some(&new), params.timeout_ms());
-            let written = client.set(params.counter.clone(), new, options);
-            match &written {
-                Ok(result) => log.op(&call, Outcome::applied(result.applied)),
-                Err(error) => log.op(&call, Outcome::failed(error)),
-            }
-            let (outcome, code) = outcome_of(&written);
-            log.write(incr_record(&token, old, outcome, code));
-            "released"
-        }
-    };
-    let end = now_ms();
-    let call = Call::start("release", &params.lock, None, params.timeout_ms());
-    let released = guard.release();
-    match &released {
-        Ok(()) => log.op(&call, Outcome::ok()),
-        Err(error) => log.op(&call, Outcome::failed(error)),
-    }
-    log.write(json!({"t": "hold", "token": token, "holder": holder, "acq": acquired, "end": end, "end_how": end_how}));
 }

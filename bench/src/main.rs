@@ -268,15 +268,13 @@ fn bindings(args: &BindingsArgs) -> Result<ExitCode, String> {
             (Some(reason), _, _) => format!("unavailable: {reason}"),
             (None, Some(error), _) => format!("FAILED: {error}"),
             (None, None, Some(ns)) => format!("{ns:>10.0} ns/call"),
-            (None, None, None) => format!(
-                "{:>10.0} ops/s  p50 {:>8.1} µs{}",
-                r.ops_per_sec,
-                r.p50_us,
-                r.memory
-                    .as_ref()
-                    .map(|m| format!("  second half {:+.2} MiB", m.second_half_growth_mb))
-                    .unwrap_or_default()
-            ),
+            (None, None, None) => match &r.memory {
+                Some(m) => format!(
+                    "{:>10.0} ops/s  {:.1} -> {:.1} MiB, second half {:+.2} MiB",
+                    r.ops_per_sec, m.start_mb, m.end_mb, m.second_half_growth_mb
+                ),
+                None => format!("{:>10.0} ops/s  p50 {:>8.1} µs", r.ops_per_sec, r.p50_us),
+            },
         };
         eprintln!("[{done:>3}/{total}] {:<40} {figure}", r.name);
     })?;

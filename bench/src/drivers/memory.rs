@@ -85,10 +85,19 @@ pub async fn run_with(
 
 async fn sample(gate: Arc<Gate>, sink: Arc<Mutex<Vec<(u64, f64)>>>) {
     let mut ticks = tokio::time::interval(SAMPLE_INTERVAL);
-    while !gate.is_stopped() {
+    loop {
         ticks.tick().await;
+        // Once stopped, the workers close the client and free its buffers: a sample then is
+        // not the steady state (taken only when a very short run has no sample at all).
+        let stopped = gate.is_stopped();
+        if stopped && !sink.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            break;
+        }
         let ops = gate.measured();
         if ops == 0 {
+            if stopped {
+                break;
+            }
             continue;
         }
         if let Some(rss) = crate::resources::current_rss() {
@@ -96,6 +105,9 @@ async fn sample(gate: Arc<Gate>, sink: Arc<Mutex<Vec<(u64, f64)>>>) {
             sink.lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push((ops, mb));
+        }
+        if stopped {
+            break;
         }
     }
 }

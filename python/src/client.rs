@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use statestore::{
@@ -11,7 +11,7 @@ use statestore::{
     SetOptions,
 };
 
-use crate::api::{EventStream, Pending};
+use crate::api::{EventStream, OptionValue, Pending};
 use crate::call::{spawn, Call};
 use crate::convert::{bytes_arg, secs_arg, version_arg, Version};
 use crate::events::Observation;
@@ -126,9 +126,12 @@ fn condition(name: &str) -> PyResult<SetCondition> {
         "always" | "" => Ok(SetCondition::Always),
         "nx" | "only_if_absent" => Ok(SetCondition::OnlyIfAbsent),
         "nex" | "only_if_absent_or_equal" => Ok(SetCondition::OnlyIfAbsentOrEqual),
-        _ => Err(PyValueError::new_err(format!(
-            "argument 'condition': expected Condition.ALWAYS, NX or NEX, got {name:?}"
-        ))),
+        _ => Err(Python::attach(|py| {
+            crate::convert::invalid(
+                py,
+                format!("argument 'condition': expected Condition.ALWAYS, NX or NEX, got {name:?}"),
+            )
+        })),
     }
 }
 
@@ -173,12 +176,23 @@ impl Client {
     #[staticmethod]
     #[pyo3(signature = (host, port, options = None, decode_responses = false))]
     fn connect(
+        py: Python<'_>,
         host: String,
-        port: u16,
+        port: i64,
         options: Option<&Bound<'_, PyDict>>,
         decode_responses: bool,
     ) -> PyResult<Call> {
-        let mut connect = ConnectOptions::new(host, port);
+        // Host and port go through core's option parser too, so they are checked the same way
+        // (port 0 or out of range: InvalidArgumentError).
+        let mut connect = ConnectOptions::new("localhost", 1883);
+        for (name, value) in [
+            ("host", OptionValue::Str(host)),
+            ("port", OptionValue::Int(port)),
+        ] {
+            connect
+                .set_option(name, value)
+                .map_err(|e| crate::errors::to_py(py, &e))?;
+        }
         if let Some(options) = options {
             options::apply(&mut connect, options)?;
         }

@@ -136,14 +136,21 @@ pub fn bytes<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, b)
 }
 
-/// Names the parameter in an argument's conversion error (`argument 'key': expected ...`).
+/// Names the parameter in an argument's conversion error (`argument 'key': expected ...`):
+/// a wrong type stays a `TypeError`, a wrong value becomes the library's
+/// `InvalidArgumentError` (a `ValueError` too), as core's own argument checks give.
 pub fn named(py: Python<'_>, name: &str, error: PyErr) -> PyErr {
     let message = format!("argument '{name}': {}", error.value(py));
     if error.is_instance_of::<PyValueError>(py) {
-        PyValueError::new_err(message)
+        invalid(py, message)
     } else {
         PyTypeError::new_err(message)
     }
+}
+
+/// The library's `InvalidArgumentError` with `message`.
+pub fn invalid(py: Python<'_>, message: String) -> PyErr {
+    crate::errors::to_py(py, &statestore::Error::InvalidArgument(message))
 }
 
 /// A key or value argument.

@@ -36,9 +36,7 @@ fn to_value(
         return value
             .extract::<Secs>()
             .map(|s| OptionValue::Duration(s.0))
-            .map_err(|e| {
-                PyTypeError::new_err(format!("option '{name}': {}", e.value(value.py())))
-            });
+            .map_err(|e| crate::convert::named(value.py(), name, e));
     }
     if value.is_instance_of::<PyBool>() {
         return Ok(OptionValue::Bool(value.extract()?));

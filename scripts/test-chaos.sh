@@ -6,6 +6,8 @@
 # (CHAOS_DURATION overrides; every language that is built takes part, the others are
 # reported SKIPPED with the reason). Installs what it needs (mosquitto, libcjson-dev, a venv
 # with pytest/hypothesis/pytest-timeout, fast-check). Closing line: "N passed, N failed".
+# Reproduce a failure: CHAOS_C_SEED (printed by the C generator), the falsifying example
+# hypothesis prints, the seed fast-check prints, the chaos run's --seed (scripts/chaos.sh 120s --seed N).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -64,7 +66,7 @@ c_hostile() {
   local rc=1
   if [ -n "$sport" ] && [ -n "$hport" ]; then
     ASAN_OPTIONS="detect_leaks=1:exitcode=98" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-      timeout 300 "$bin" "$sport" "$hport" tests/chaos/hostile.json "${CHAOS_C_ITERATIONS:-20000}"
+      timeout 300 "$bin" "$sport" "$hport" tests/chaos/hostile.json "${CHAOS_C_ITERATIONS:-20000}" ${CHAOS_C_SEED:+"$CHAOS_C_SEED"}
     rc=$?
   else
     echo "the server or the hostile service did not start"; cat "$work/server.err"

@@ -2,12 +2,12 @@
 # Issue 17 in its short form, for bash .ci/run: the checker's own tests, the Rust clients
 # against the malicious state store and the security fixtures, the hostile-input and
 # connection-security tests of the C, Python and Node bindings, then the chaos run for about
-# two minutes
-# (CHAOS_DURATION overrides; every language that is built takes part, the others are
-# reported SKIPPED with the reason). Installs what it needs (mosquitto, libcjson-dev, a venv
-# with pytest/hypothesis/pytest-timeout, fast-check). Closing line: "N passed, N failed".
-# Reproduce a failure: CHAOS_C_SEED (printed by the C generator), the falsifying example
-# hypothesis prints, the seed fast-check prints, the chaos run's --seed (scripts/chaos.sh 120s --seed N).
+# two minutes (CHAOS_DURATION overrides; every language that is built takes part, the others
+# are reported SKIPPED with the reason). Installs what it needs (mosquitto, libcjson-dev, a
+# venv with pytest/hypothesis/pytest-timeout, fast-check). Closing line: "N passed, N failed".
+# To reproduce a failure: CHAOS_C_SEED (the C generator prints its seed), the falsifying
+# example hypothesis prints, the seed fast-check prints, the chaos run's seed
+# (bash scripts/chaos.sh 120s --seed N).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"

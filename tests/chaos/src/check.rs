@@ -561,6 +561,12 @@ pub fn check_dir(dir: &Path) -> Result<bool, String> {
     for (name, n) in &verdict.figures {
         println!("  {name:<34} {n}");
     }
+    for fault in run["skipped_faults"].as_array().into_iter().flatten() {
+        println!(
+            "SKIPPED fault {}: not injected in this run (--skip-faults)",
+            fault.as_str().unwrap_or("?")
+        );
+    }
     if let Some(skipped) = run["skipped"].as_object() {
         for (flavour, reason) in skipped {
             println!("SKIPPED {flavour}: {}", reason.as_str().unwrap_or(""));

@@ -1,7 +1,7 @@
 //! `statestore-chaos`: the chaos run of issue 17 (see `tests/chaos/README.md`).
 //!
 //! - `statestore-chaos run [--duration 120s] [--out DIR] [--server-bin PATH] [--seed N]
-//!   [--timeout 2s] [--rings embedded,mosquitto] [--writer NAME=COMMAND ...]
+//!   [--timeout 2s] [--rings embedded,mosquitto] [--skip-faults KIND,...] [--writer NAME=COMMAND ...]
 //!   [--skip NAME=REASON ...]`: the whole run; exits 1 if a promise was broken.
 //! - `statestore-chaos writer async|blocking HOST PORT LOCK COUNTER PREFIX DURATION_MS
 //!   TIMEOUT_MS LOG`: the Rust writers.
@@ -51,6 +51,7 @@ fn parse_run(args: &[String]) -> Result<run::RunConfig, String> {
         writers: Vec::new(),
         skipped: Vec::new(),
         rings: vec!["embedded".into(), "mosquitto".into()],
+        skip_faults: Vec::new(),
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -66,6 +67,9 @@ fn parse_run(args: &[String]) -> Result<run::RunConfig, String> {
             "--server-bin" => config.server_bin = PathBuf::from(value()?),
             "--seed" => config.seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--rings" => config.rings = value()?.split(',').map(str::to_string).collect(),
+            "--skip-faults" => {
+                config.skip_faults = value()?.split(',').map(str::to_string).collect()
+            }
             "--writer" => {
                 let text = value()?;
                 let (name, command) = text.split_once('=').ok_or("--writer NAME=COMMAND")?;

@@ -32,6 +32,8 @@ pub struct RunConfig {
     pub skipped: Vec<(String, String)>,
     /// Which rings to run (`embedded`, `mosquitto`).
     pub rings: Vec<String>,
+    /// Fault kinds not to inject (by name, e.g. `server_sigkill`).
+    pub skip_faults: Vec<String>,
 }
 
 /// The faults one ring suffers, in the order the driver cycles through them.
@@ -223,9 +225,23 @@ fn fault_record(ring: &str, fault: Fault, start: u64, error: Option<String>) -> 
     })
 }
 
-async fn drive_faults(ring: Arc<Ring>, until: Instant, seed: u64, records: Arc<Mutex<Vec<Value>>>) {
+async fn drive_faults(
+    ring: Arc<Ring>,
+    until: Instant,
+    seed: u64,
+    skip: Vec<String>,
+    records: Arc<Mutex<Vec<Value>>>,
+) {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let faults = ring.faults();
+    let faults: Vec<Fault> = ring
+        .faults()
+        .iter()
+        .copied()
+        .filter(|f| !skip.iter().any(|name| name == f.name()))
+        .collect();
+    if faults.is_empty() {
+        return;
+    }
     let mut next = rng.usize(..faults.len());
     // Let every writer connect and observe before the first fault.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -397,6 +413,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
                 ring.clone(),
                 writing_ends,
                 config.seed.wrapping_add(i as u64),
+                config.skip_faults.clone(),
                 faults.clone(),
             ))
         })
@@ -516,6 +533,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         "call_timeout_ms": config.call_timeout.as_millis() as u64,
         "writers": outcomes,
         "skipped": skipped,
+        "skipped_faults": config.skip_faults,
         "links_accepted": links,
         "faults": *faults.lock().unwrap(),
         "finals": finals,

@@ -1,4 +1,4 @@
-//! The blocking client after `fork`: a client from the parent fails clearly in the child, and
+//! The clients after `fork`: a client from the parent (blocking or async) fails clearly in the child, and
 //! a client made in the child works (on a runtime of the child's own).
 //!
 //! One test in its own binary: fork copies only the calling thread, so nothing else should
@@ -14,6 +14,7 @@ const OK: i32 = 0;
 const PARENT_CLIENT_NOT_REFUSED: i32 = 10;
 const CHILD_CONNECT_FAILED: i32 = 11;
 const CHILD_CALL_FAILED: i32 = 12;
+const PARENT_ASYNC_CLIENT_NOT_REFUSED: i32 = 13;
 
 #[test]
 fn the_blocking_client_works_in_a_forked_child() {
@@ -56,6 +57,12 @@ fn the_blocking_client_works_in_a_forked_child() {
 fn child(parent: &Client, options: statestore::ConnectOptions) -> i32 {
     if !matches!(parent.get("k"), Err(Error::Runtime(_))) {
         return PARENT_CLIENT_NOT_REFUSED;
+    }
+    // The async client behind it, driven from the child's runtime, is refused too (the
+    // bindings call it that way) rather than waiting for a connection that stayed behind.
+    let inherited = statestore::runtime::block_on(parent.as_async().get("k"));
+    if !matches!(inherited, Ok(Err(Error::Runtime(_)))) {
+        return PARENT_ASYNC_CLIENT_NOT_REFUSED;
     }
     let Ok(client) = Client::connect(options) else {
         return CHILD_CONNECT_FAILED;

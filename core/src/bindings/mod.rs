@@ -5,7 +5,7 @@
 //!   ([`Pending::on_complete`], run on the library's dispatcher thread), await it, or cancel it.
 //! - [`Event`] and [`EventStream`]: key notifications, leadership changes and lease losses as
 //!   one flat event type, pulled (blocking or async) or pushed to a sink.
-//! - [`ErrorInfo`](crate::ErrorInfo) and the code table on [`ErrorCode`](crate::ErrorCode):
+//! - [`ErrorInfo`] and the code table on [`ErrorCode`](crate::ErrorCode):
 //!   errors as data, from which the C enum, the Python exception classes and the Node `code`
 //!   strings are derived.
 //! - [`CONNECT_OPTIONS`] and [`ConnectOptions::set_option`](crate::ConnectOptions::set_option):

@@ -35,6 +35,7 @@ pub(crate) struct Answer {
 impl Shared {
     /// Sends `call` and waits for its response, at most the call's timeout.
     pub(crate) async fn call(&self, call: Call<'_>) -> Result<Answer> {
+        crate::blocking::ensure_created_here(self.pid, "client")?;
         let timeout = validate::timeout(call.timeout.unwrap_or(self.default_timeout))?;
         let payload = call.request.encode();
         match tokio::time::timeout(timeout, self.attempts(&call, &payload, timeout)).await {

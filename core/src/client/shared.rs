@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     /// working with is gone (a resync of it stops, its SUBACK opens nothing).
     pub(crate) connection: AtomicU64,
     pub(crate) default_timeout: Duration,
+    /// The process the client was created in: after fork its connection stayed there.
+    pub(crate) pid: u32,
     pub(crate) mqtt: AsyncClient,
     pub(crate) cancel: CancellationToken,
     /// Where background work of this client runs.
@@ -75,6 +77,7 @@ impl Shared {
             broker_max_packet: AtomicU32::new(super::options::MQTT_MAX_PACKET_SIZE),
             connection: AtomicU64::new(0),
             default_timeout,
+            pid: std::process::id(),
             mqtt,
             cancel: CancellationToken::new(),
             runtime,

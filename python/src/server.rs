@@ -2,12 +2,13 @@
 //! in this process on core's runtime, for `statestore.testing`.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use statestore::Error;
-use statestore_server::{Mode, Server as CoreServer, ServerConfig};
+use statestore_server::{Credentials, Mode, Server as CoreServer, ServerConfig, TlsFiles};
 
 use crate::api::Pending;
 use crate::call::{block, spawn, Call};
@@ -24,8 +25,18 @@ impl Server {
     /// Starts an embedded broker with the state store on `host:port` (port 0: a free port),
     /// optionally with a key quota. Blocks until it listens.
     #[staticmethod]
-    #[pyo3(signature = (host = "127.0.0.1", port = 0, max_keys = None))]
-    fn start(py: Python<'_>, host: &str, port: u16, max_keys: Option<usize>) -> PyResult<Server> {
+    #[pyo3(signature = (host = "127.0.0.1", port = 0, max_keys = None, username = None, password = None, tls_cert = None, tls_key = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        py: Python<'_>,
+        host: &str,
+        port: u16,
+        max_keys: Option<usize>,
+        username: Option<String>,
+        password: Option<String>,
+        tls_cert: Option<PathBuf>,
+        tls_key: Option<PathBuf>,
+    ) -> PyResult<Server> {
         let ip: IpAddr = host.parse().map_err(|_| {
             PyValueError::new_err(format!("argument 'host': not an IP address: {host:?}"))
         })?;
@@ -36,6 +47,15 @@ impl Server {
             ..ServerConfig::default()
         };
         config.engine.max_keys = max_keys;
+        if let (Some(cert), Some(key)) = (tls_cert, tls_key) {
+            config.tls = Some(TlsFiles { cert, key });
+        }
+        if let Some(username) = username {
+            config.credentials = Some(Credentials {
+                username,
+                password: password.unwrap_or_default(),
+            });
+        }
         let server = block(
             py,
             Pending::spawn(async move {

@@ -1,5 +1,6 @@
 # Stubs of the compiled module statestore._native (checked against it by stubtest).
 import asyncio
+import os
 from typing import Any, Callable, Final, Generic, List, Optional, Tuple, TypeVar, Union, final
 
 _T = TypeVar("_T")
@@ -289,7 +290,15 @@ class Election:
 @final
 class Server:
     @staticmethod
-    def start(host: str = "127.0.0.1", port: int = 0, max_keys: Optional[int] = None) -> "Server": ...
+    def start(
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_keys: Optional[int] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        tls_cert: Optional[Union[str, "os.PathLike[str]"]] = None,
+        tls_key: Optional[Union[str, "os.PathLike[str]"]] = None,
+    ) -> "Server": ...
     @property
     def host(self) -> str: ...
     @property

@@ -12,7 +12,8 @@ As a pytest fixture (this module is a pytest plugin of the package): ``statestor
 from __future__ import annotations
 
 import types
-from typing import Any, Iterator, Optional, Type
+import os
+from typing import Any, Iterator, Optional, Type, Union
 
 from . import _native
 from ._async import AsyncClient
@@ -25,8 +26,20 @@ class LocalStateStore:
     """A running local state store. Starts on construction; ``stop()`` or the ``with`` block
     stops it."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, max_keys: Optional[int] = None) -> None:
-        self._server = _native.Server.start(host, port, max_keys)
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_keys: Optional[int] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        tls_cert: Optional[Union[str, "os.PathLike[str]"]] = None,
+        tls_key: Optional[Union[str, "os.PathLike[str]"]] = None,
+    ) -> None:
+        """Starts the store on ``host:port`` (port 0: a free port), with an optional key quota,
+        an account clients must log in with, and TLS (PEM certificate chain and key)."""
+        self._server = _native.Server.start(host, port, max_keys, username, password, tls_cert, tls_key)
 
     @property
     def host(self) -> str:

@@ -191,3 +191,40 @@ def test_quota(key: str) -> None:
         c.set(key, "1")
         with pytest.raises(statestore.QuotaExceededError):
             c.set(key + "2", "2")
+
+
+def test_password_authentication(tmp_path: "object", key: str) -> None:
+    import pathlib
+
+    with statestore.testing.LocalStateStore(username="app", password="s3cret") as s:
+        with Client.connect(s.host, s.port, username="app", password="s3cret") as c:
+            assert c.set(key, "x").applied
+        secret = pathlib.Path(str(tmp_path)) / "password"
+        secret.write_text("s3cret\n")
+        with Client.connect(s.host, s.port, username="app", password_file=secret) as c:
+            assert c.get(key) is not None
+        with pytest.raises(statestore.ConnectionError):
+            Client.connect(s.host, s.port, username="app", password="wrong", default_timeout=3)
+
+
+def test_tls(tmp_path: "object", key: str) -> None:
+    import pathlib
+    import subprocess
+
+    d = pathlib.Path(str(tmp_path))
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=30)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca",
+            "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+            "-keyout", str(d / "server.key"), "-out", str(d / "server.csr"))
+    (d / "ext.cnf").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", str(d / "server.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
+            "-CAcreateserial", "-days", "1", "-extfile", str(d / "ext.cnf"), "-out", str(d / "server.pem"))
+    with statestore.testing.LocalStateStore(tls_cert=d / "server.pem", tls_key=d / "server.key") as s:
+        with Client.connect("localhost", s.port, tls=True, ca_file=d / "ca.pem") as c:
+            assert c.set(key, "over tls").applied
+        with pytest.raises(statestore.ConnectionError):  # the system roots do not know our CA
+            Client.connect("localhost", s.port, tls=True, default_timeout=3)

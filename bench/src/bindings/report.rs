@@ -509,6 +509,7 @@ pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
             out.push('\n');
         }
     }
+    ratio_tables(&mut out, results, &flavours, &cells);
     let boundary: Vec<&BindingResult> = results.iter().filter(|r| r.kind == "boundary").collect();
     if boundary.iter().any(|r| r.ok()) {
         let _ = writeln!(
@@ -573,6 +574,95 @@ pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
         }
     }
     out
+}
+
+/// The two views the targets use: throughput at the deepest depth relative to rust-async
+/// (and to the by-hand baseline), and the median at 1 in flight above the Rust client of the
+/// same kind.
+fn ratio_tables(out: &mut String, results: &[BindingResult], flavours: &[Flavour], cells: &[Test]) {
+    let deepest = cells
+        .iter()
+        .filter_map(|t| match t {
+            Test::Throughput { in_flight, .. } => Some(*in_flight),
+            _ => None,
+        })
+        .max();
+    let find = |f: Flavour, t: &Test| {
+        results
+            .iter()
+            .find(|r| r.flavour == f && r.item.test == *t && r.ok())
+    };
+    let others: Vec<Flavour> = flavours
+        .iter()
+        .copied()
+        .filter(|f| *f != Flavour::RustAsync)
+        .collect();
+    let header = |out: &mut String| {
+        let _ = write!(out, "| broker | op | size |");
+        for f in &others {
+            let _ = write!(out, " {f} |");
+        }
+        let _ = write!(out, "\n|---|---|---|");
+        for _ in &others {
+            let _ = write!(out, "---|");
+        }
+        out.push('\n');
+    };
+    for (depth, title) in [
+        (
+            deepest,
+            "Throughput relative to rust-async (and to the by-hand baseline of the language)",
+        ),
+        (
+            Some(1),
+            "Median latency above the Rust client of the same kind (async or blocking), µs",
+        ),
+    ] {
+        let Some(depth) = depth else { continue };
+        let rows: Vec<&Test> = cells
+            .iter()
+            .filter(|t| matches!(t, Test::Throughput { in_flight, .. } if *in_flight == depth))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}, {depth} in flight:\n");
+        header(out);
+        for test in rows {
+            let Test::Throughput {
+                op,
+                value_size,
+                broker,
+                ..
+            } = *test
+            else {
+                continue;
+            };
+            let _ = write!(
+                out,
+                "| {} | {} | {} |",
+                broker.label(),
+                op.label().to_uppercase(),
+                size_label(value_size)
+            );
+            for &f in &others {
+                let cell = match find(f, test) {
+                    Some(r) if depth == 1 => r
+                        .p50_delta_rust_us
+                        .map(|d| format!("{d:+.0}"))
+                        .unwrap_or_default(),
+                    Some(r) => match (r.ratio_to_rust_async, r.ratio_to_baseline) {
+                        (Some(a), Some(b)) => format!("{a:.2} ({b:.1} x)"),
+                        (Some(a), None) => format!("{a:.2}"),
+                        _ => String::new(),
+                    },
+                    None => "-".to_owned(),
+                };
+                let _ = write!(out, " {cell} |");
+            }
+            out.push('\n');
+        }
+    }
 }
 
 #[cfg(test)]

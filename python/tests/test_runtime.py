@@ -308,3 +308,14 @@ def test_call_waited_twice_is_an_error(client: Client) -> None:
     call.wait()
     with pytest.raises(RuntimeError):
         call.wait()
+
+
+def test_readme_example_runs_as_written() -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    example = re.findall(r"```python\n(.*?)```", readme, re.S)[0]
+    r = run_python(example)
+    assert r.returncode == 0, r.stderr
+    assert "b'blue'" in r.stdout and "b'report'" in r.stdout

@@ -189,7 +189,7 @@ class Observation extends EventEmitter {
   }
 
   /** Ends the stream and stops the observation behind it (idempotent). */
-  async close() {
+  close() {
     this.#closed = true
     if (this.#native) this.#native.close()
   }
@@ -498,6 +498,7 @@ const DELETE_OPTIONS = ['fencingToken', 'timeout']
 const CONDITIONS = ['always', 'nx', 'nex']
 
 function setOptions(options) {
+  if (options === undefined) return undefined
   const o = args.options(options, 'options', SET_OPTIONS)
   const condition = args.string(o.condition, 'options.condition')
   if (condition !== undefined && !CONDITIONS.includes(condition)) {
@@ -515,6 +516,7 @@ function setOptions(options) {
 }
 
 function deleteOptions(options) {
+  if (options === undefined) return undefined
   const o = args.options(options, 'options', DELETE_OPTIONS)
   return {
     fencingToken: args.token(o.fencingToken, 'options.fencingToken'),
@@ -523,6 +525,7 @@ function deleteOptions(options) {
 }
 
 function getTimeout(options) {
+  if (options === undefined) return undefined
   const o = args.options(options, 'options', ['timeout'])
   return args.duration(o.timeout, 'options.timeout')
 }
@@ -579,36 +582,55 @@ class Client {
   }
 
   /** Sets `key` to `value`: `{ applied, version }`. */
-  async set(key, value, options) {
-    return this.#native.set(args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options))
+  set(key, value, options) {
+    // Not an async function: the addon's Promise is returned as is (one Promise per call on
+    // the hot path); argument errors still come as a rejection.
+    try {
+      return this.#native.set(args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options))
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
   setSync(key, value, options) {
     return this.#native.setSync(args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options))
   }
 
   /** `{ value, version }` or `null` when the key does not exist. */
-  async get(key, options) {
-    const r = await this.#native.get(args.bytes(key, 'key'), getTimeout(options))
-    return this.#value(r)
+  get(key, options) {
+    try {
+      const pending = this.#native.get(args.bytes(key, 'key'), getTimeout(options))
+      return this.#strings ? pending.then((r) => this.#value(r)) : pending
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
   getSync(key, options) {
     return this.#value(this.#native.getSync(args.bytes(key, 'key'), getTimeout(options)))
   }
   #value(r) {
     if (r === null || r === undefined) return null
-    return { value: this.#strings ? decode(r.value) : r.value, version: r.version ?? null }
+    if (!this.#strings) return r
+    return { value: decode(r.value), version: r.version ?? null }
   }
 
   /** Deletes `key`: `{ deleted, outcome, version }`. */
-  async delete(key, options) {
-    return this.#native.delete(args.bytes(key, 'key'), deleteOptions(options))
+  delete(key, options) {
+    try {
+      return this.#native.delete(args.bytes(key, 'key'), deleteOptions(options))
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
   deleteSync(key, options) {
     return this.#native.deleteSync(args.bytes(key, 'key'), deleteOptions(options))
   }
   /** Deletes `key` only if it holds `value`. */
-  async vdel(key, value, options) {
-    return this.#native.vdel(args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options))
+  vdel(key, value, options) {
+    try {
+      return this.#native.vdel(args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options))
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
   vdelSync(key, value, options) {
     return this.#native.vdelSync(args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options))

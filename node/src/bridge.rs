@@ -1,10 +1,13 @@
 //! Translation between core results and JavaScript: promises settled from core's runtime,
 //! blocking twins, errors with a stable `code`, bytes in and out.
 
+use std::ptr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use napi::bindgen_prelude::{Buffer, Either, JsObjectValue, Object, ToNapiValue, Unknown};
+
+use napi::bindgen_prelude::{Buffer, Either, JsObjectValue, Object, ToNapiValue};
+use napi::sys;
 use napi::{Env, JsValue};
 
 use crate::bindings::{ErrorInfo, Pending};
@@ -81,9 +84,9 @@ pub fn wait<T: Send + 'static>(env: &Env, pending: Pending<T>) -> napi::Result<T
 /// Returns a Promise settled when `pending` completes: `convert` builds the JavaScript value
 /// on the JavaScript thread; a core error rejects with [`js_error`].
 ///
-/// The settlement is handed over from whichever runtime thread completes the call
-/// (`on_complete_inline`: no extra thread hop); napi's deferred queues it to the JS thread and
-/// drops it safely if the environment is torn down first.
+/// The result is handed over from whichever runtime thread completes the call
+/// (`on_complete_inline`: no extra thread hop) to the environment's one settling queue
+/// ([`settle`]).
 pub fn promise<'env, T, D, C>(
     env: &'env Env,
     pending: Pending<T>,
@@ -94,19 +97,237 @@ where
     D: ToNapiValue + 'static,
     C: FnOnce(&Env, T) -> napi::Result<D> + Send + 'static,
 {
-    let (deferred, promise) =
-        env.create_deferred::<D, Box<dyn FnOnce(Env) -> napi::Result<D>>>()?;
+    let queue = settle::queue(env)?;
+    let mut deferred = ptr::null_mut();
+    let mut promise = ptr::null_mut();
+    check(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
+    let deferred = settle::Deferred(deferred);
+    queue.begin(env);
     pending.on_complete_inline(move |result| {
-        deferred.resolve(Box::new(move |env: Env| match result {
-            Ok(value) => convert(&env, value),
-            Err(error) => Err(js_error(&env, &error)),
+        queue.send(Box::new(move |raw: sys::napi_env| {
+            let env = Env::from_raw(raw);
+            let value = match result {
+                Ok(value) => {
+                    convert(&env, value).and_then(|data| unsafe { D::to_napi_value(raw, data) })
+                }
+                Err(error) => Err(js_error(&env, &error)),
+            };
+            deferred.settle(raw, value);
         }))
     });
-    Ok(promise)
+    Ok(Object::from_raw(env.raw(), promise))
 }
 
-/// Keeps the value of an `Unknown` alive as a napi error (used to reject with a given object).
-#[allow(dead_code)]
-pub fn error_from(value: Unknown<'_>) -> napi::Error {
-    napi::Error::from(value)
+fn check(status: sys::napi_status) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(
+            napi::Status::from(status),
+            "creating a promise failed",
+        ))
+    }
+}
+
+/// Settling promises from runtime threads: one thread-safe function per environment for every
+/// call (rather than one per call), so completions that arrive together wake the event loop
+/// once. It is referenced only while calls are in flight (a pending call keeps the process
+/// alive, an idle client does not), and released at the environment's teardown under the lock
+/// that every sender takes, so no runtime thread ever calls into a torn-down environment.
+pub mod settle {
+    use std::cell::{Cell, RefCell};
+    use std::ffi::c_void;
+    use std::ptr;
+    use std::sync::{Arc, Mutex};
+
+    use napi::{sys, Env};
+
+    /// Work to run on the JavaScript thread (settling one promise); `None` env: torn down.
+    pub type Job = Box<dyn FnOnce(sys::napi_env) + Send>;
+
+    /// A promise's deferred, settled exactly once on its environment's thread.
+    pub struct Deferred(pub sys::napi_deferred);
+    // The pointer is only used on the JavaScript thread, by the job that owns it.
+    unsafe impl Send for Deferred {}
+
+    impl Deferred {
+        pub fn settle(self, env: sys::napi_env, value: napi::Result<sys::napi_value>) {
+            unsafe {
+                match value {
+                    Ok(value) => {
+                        sys::napi_resolve_deferred(env, self.0, value);
+                    }
+                    Err(error) => {
+                        let reason = napi::bindgen_prelude::ToNapiValue::to_napi_value(env, error)
+                            .unwrap_or(ptr::null_mut());
+                        sys::napi_reject_deferred(env, self.0, reason);
+                    }
+                }
+            }
+        }
+    }
+
+    struct Tsfn(sys::napi_threadsafe_function);
+    // napi_call_threadsafe_function is callable from any thread.
+    unsafe impl Send for Tsfn {}
+
+    /// The sending side, shared with runtime threads.
+    pub struct Queue {
+        tsfn: Mutex<Option<Tsfn>>,
+    }
+
+    impl Queue {
+        /// Queues `job` for the JavaScript thread; dropped if the environment is gone.
+        pub fn send(&self, job: Job) {
+            let tsfn = self.tsfn.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(tsfn) = tsfn.as_ref() {
+                let data = Box::into_raw(Box::new(job)).cast::<c_void>();
+                let status = unsafe {
+                    sys::napi_call_threadsafe_function(
+                        tsfn.0,
+                        data,
+                        sys::ThreadsafeFunctionCallMode::nonblocking,
+                    )
+                };
+                if status != sys::Status::napi_ok {
+                    // Closing: the job is not queued, so it is ours to drop.
+                    drop(unsafe { Box::from_raw(data.cast::<Job>()) });
+                }
+            }
+        }
+
+        /// A call is in flight (JavaScript thread).
+        pub fn begin(&self, env: &Env) {
+            LOCAL.with(|local| {
+                if let Some(local) = local.borrow().iter().find(|l| l.env == env.raw() as usize) {
+                    let n = local.in_flight.get();
+                    local.in_flight.set(n + 1);
+                    if n == 0 {
+                        self.reference(env.raw(), true);
+                    }
+                }
+            });
+        }
+
+        fn reference(&self, env: sys::napi_env, on: bool) {
+            if let Some(tsfn) = self.tsfn.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                unsafe {
+                    if on {
+                        sys::napi_ref_threadsafe_function(env, tsfn.0);
+                    } else {
+                        sys::napi_unref_threadsafe_function(env, tsfn.0);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The JavaScript thread's side of each of its environments.
+    struct Local {
+        env: usize,
+        queue: Arc<Queue>,
+        in_flight: Cell<usize>,
+    }
+
+    thread_local! {
+        static LOCAL: RefCell<Vec<Local>> = const { RefCell::new(Vec::new()) };
+    }
+
+    unsafe extern "C" fn call_js(
+        env: sys::napi_env,
+        _callback: sys::napi_value,
+        _context: *mut c_void,
+        data: *mut c_void,
+    ) {
+        let job = unsafe { Box::from_raw(data.cast::<Job>()) };
+        if env.is_null() {
+            return; // torn down: drop the job
+        }
+        job(env);
+        LOCAL.with(|local| {
+            if let Some(local) = local.borrow().iter().find(|l| l.env == env as usize) {
+                let n = local.in_flight.get().saturating_sub(1);
+                local.in_flight.set(n);
+                if n == 0 {
+                    local.queue.reference(env, false);
+                }
+            }
+        });
+    }
+
+    /// The environment's queue, created on first use.
+    pub fn queue(env: &Env) -> napi::Result<Arc<Queue>> {
+        let id = env.raw() as usize;
+        if let Some(queue) = LOCAL.with(|local| {
+            local
+                .borrow()
+                .iter()
+                .find(|l| l.env == id)
+                .map(|l| l.queue.clone())
+        }) {
+            return Ok(queue);
+        }
+        let mut name = ptr::null_mut();
+        let mut tsfn = ptr::null_mut();
+        unsafe {
+            super::check(sys::napi_create_string_utf8(
+                env.raw(),
+                c"statestore".as_ptr(),
+                10,
+                &mut name,
+            ))?;
+            super::check(sys::napi_create_threadsafe_function(
+                env.raw(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                name,
+                0,
+                1,
+                ptr::null_mut(),
+                None,
+                ptr::null_mut(),
+                Some(call_js),
+                &mut tsfn,
+            ))?;
+            // Idle until a call is in flight.
+            sys::napi_unref_threadsafe_function(env.raw(), tsfn);
+        }
+        let queue = Arc::new(Queue {
+            tsfn: Mutex::new(Some(Tsfn(tsfn))),
+        });
+        LOCAL.with(|local| {
+            local.borrow_mut().push(Local {
+                env: id,
+                queue: queue.clone(),
+                in_flight: Cell::new(0),
+            })
+        });
+        Ok(queue)
+    }
+
+    /// The environment is being torn down (its cleanup hook, on its thread): no job is sent
+    /// after this; queued ones are dropped by Node with a null env.
+    pub fn teardown(env_id: usize) {
+        let local = LOCAL.with(|local| {
+            let mut local = local.borrow_mut();
+            let at = local.iter().position(|l| l.env == env_id)?;
+            Some(local.swap_remove(at))
+        });
+        if let Some(local) = local {
+            let tsfn = local
+                .queue
+                .tsfn
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(tsfn) = tsfn {
+                unsafe {
+                    sys::napi_release_threadsafe_function(
+                        tsfn.0,
+                        sys::ThreadsafeFunctionReleaseMode::abort,
+                    )
+                };
+            }
+        }
+    }
 }

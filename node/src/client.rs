@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, Object};
+use napi::bindgen_prelude::{Buffer, Either, Null, Object};
 use napi::Env;
 use napi_derive::napi;
 use statestore::{
@@ -42,16 +42,26 @@ pub struct NativeDeleteOptions {
     pub timeout: Option<f64>,
 }
 
+/// A field that is `null` in JavaScript when absent (an `Option` field would be left out).
+pub type Nullable<T> = Either<T, Null>;
+
+fn nullable<T>(value: Option<T>) -> Nullable<T> {
+    match value {
+        Some(value) => Either::A(value),
+        None => Either::B(Null),
+    }
+}
+
 #[napi(object)]
 pub struct JsSetResult {
     pub applied: bool,
-    pub version: Option<String>,
+    pub version: Nullable<String>,
 }
 
 #[napi(object)]
 pub struct JsValueResult {
     pub value: Buffer,
-    pub version: Option<String>,
+    pub version: Nullable<String>,
 }
 
 #[napi(object)]
@@ -59,7 +69,7 @@ pub struct JsDeleteResult {
     /// `'deleted'`, `'notFound'` or `'valueMismatch'`.
     pub outcome: String,
     pub deleted: bool,
-    pub version: Option<String>,
+    pub version: Nullable<String>,
 }
 
 fn connect_options(
@@ -143,14 +153,14 @@ pub(crate) fn version(hlc: Option<Hlc>) -> Option<String> {
 fn set_result(result: statestore::SetResult) -> JsSetResult {
     JsSetResult {
         applied: result.applied,
-        version: version(result.version),
+        version: nullable(version(result.version)),
     }
 }
 
 fn value_result(value: Option<statestore::Value>) -> Option<JsValueResult> {
     value.map(|v| JsValueResult {
         value: buffer(&v.value),
-        version: version(v.version),
+        version: nullable(version(v.version)),
     })
 }
 
@@ -163,7 +173,7 @@ fn delete_result(result: statestore::DeleteResult) -> JsDeleteResult {
         }
         .to_string(),
         deleted: result.outcome == DeleteOutcome::Deleted,
-        version: version(result.version),
+        version: nullable(version(result.version)),
     }
 }
 

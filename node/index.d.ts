@@ -348,6 +348,10 @@ export interface LocalServerOptions {
   password?: string
   /** Attach to this MQTT 5 broker (`host:port`) instead of embedding one. */
   broker?: string
+  /** Serve MQTT over TLS with this certificate chain (PEM file); needs `tlsKey`. */
+  tlsCert?: string
+  /** The private key (PEM file) of `tlsCert`. */
+  tlsKey?: string
 }
 
 type Value<O> = O extends { returnStrings: true } ? string : Buffer

@@ -3,7 +3,7 @@
 const native = require('./native.js')
 const args = require('./args.js')
 
-const OPTIONS = ['port', 'maxKeys', 'username', 'password', 'broker']
+const OPTIONS = ['port', 'maxKeys', 'username', 'password', 'broker', 'tlsCert', 'tlsKey']
 
 function check(options) {
   const o = args.options(options, 'options', OPTIONS)
@@ -12,7 +12,7 @@ function check(options) {
       throw args.typeError(`options.${key}`, 'a non-negative integer', o[key])
     }
   }
-  for (const key of ['username', 'password', 'broker']) args.string(o[key], `options.${key}`)
+  for (const key of ['username', 'password', 'broker', 'tlsCert', 'tlsKey']) args.string(o[key], `options.${key}`)
   return { ...o }
 }
 

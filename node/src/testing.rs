@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
-use statestore_server::{Credentials, Mode, Server, ServerConfig};
+use statestore_server::{Credentials, Mode, Server, ServerConfig, TlsFiles};
 
 use crate::bindings::Pending;
 use crate::bridge;
@@ -25,6 +25,10 @@ pub struct LocalServerOptions {
     pub password: Option<String>,
     /// Attach to this MQTT 5 broker (`host:port`) instead of embedding one.
     pub broker: Option<String>,
+    /// Serve MQTT over TLS with this certificate chain (PEM file; with `tls_key`).
+    pub tls_cert: Option<String>,
+    /// Private key (PEM file) of `tls_cert`.
+    pub tls_key: Option<String>,
 }
 
 #[napi]
@@ -55,6 +59,18 @@ fn config(options: LocalServerOptions) -> statestore::Result<ServerConfig> {
         }
     };
     config.engine.max_keys = options.max_keys.map(|n| n as usize);
+    config.tls = match (options.tls_cert, options.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles {
+            cert: cert.into(),
+            key: key.into(),
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(statestore::Error::InvalidArgument(
+                "tlsCert and tlsKey go together".into(),
+            ))
+        }
+    };
     if let Some(username) = options.username {
         config.credentials = Some(Credentials {
             username,

@@ -2,8 +2,11 @@
 //! Ctrl-C checked between slices) or delivered to an asyncio future from the library's
 //! dispatcher thread.
 
-use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -31,69 +34,6 @@ pub fn block<T: Send + 'static>(py: Python<'_>, mut pending: Pending<T>) -> PyRe
             return Err(interrupted);
         }
     }
-}
-
-/// Deliveries to asyncio running on the dispatcher thread, and whether the interpreter is
-/// shutting down. A thread that holds the GIL when finalization begins and gives it up (a
-/// delivery does, inside `call_soon_threadsafe`'s socket write) is ended by CPython with
-/// `pthread_exit`, which cannot unwind through Rust frames and aborts the process. So at exit
-/// (an `atexit` hook, before finalization) new deliveries are refused and the ones under way
-/// are waited for.
-struct Deliveries {
-    closed: bool,
-    running: usize,
-}
-
-static DELIVERIES: Mutex<Deliveries> = Mutex::new(Deliveries {
-    closed: false,
-    running: 0,
-});
-static DELIVERED: Condvar = Condvar::new();
-
-/// How long exit waits for a delivery under way (each is a few microseconds of Python).
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
-
-/// Marks one delivery as running while it lives; `None` once shutting down.
-struct Delivering;
-
-impl Delivering {
-    fn start() -> Option<Delivering> {
-        let mut d = DELIVERIES.lock().unwrap_or_else(|e| e.into_inner());
-        if d.closed {
-            return None;
-        }
-        d.running += 1;
-        Some(Delivering)
-    }
-}
-
-impl Drop for Delivering {
-    fn drop(&mut self) {
-        let mut d = DELIVERIES.lock().unwrap_or_else(|e| e.into_inner());
-        d.running -= 1;
-        DELIVERED.notify_all();
-    }
-}
-
-/// Called at interpreter exit (atexit): stops delivering results to Python and waits for the
-/// deliveries under way.
-#[pyfunction]
-pub fn _shutdown(py: Python<'_>) {
-    py.detach(|| {
-        let deadline = Instant::now() + SHUTDOWN_GRACE;
-        let mut d = DELIVERIES.lock().unwrap_or_else(|e| e.into_inner());
-        d.closed = true;
-        while d.running > 0 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            d = DELIVERED
-                .wait_timeout(d, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    });
 }
 
 /// Starts `future` on the core runtime; its output is converted by `conv` when delivered.
@@ -160,40 +100,98 @@ impl Call {
         conv(py)
     }
 
-    /// On completion, schedules `resolve(future, ok, value)` on `loop` with
-    /// `call_soon_threadsafe` (value: the result, or the exception when `ok` is false).
-    fn deliver(
-        &self,
-        event_loop: Py<PyAny>,
-        future: Py<PyAny>,
-        resolve: Py<PyAny>,
-    ) -> PyResult<()> {
+    /// On completion, queues `(future, result)` on `completions` (the completion queue of the
+    /// future's event loop), which resolves it on the loop's thread.
+    fn deliver_to(&self, completions: &Completions, future: Py<PyAny>) -> PyResult<()> {
         let pending = self.take()?;
-        pending.on_complete(move |result| {
-            let Some(_delivering) = Delivering::start() else {
-                // Exiting: nobody is left to tell. (The Python objects are released later by
-                // PyO3's pool, or never, at exit.)
-                return;
-            };
-            // None: the interpreter is finalizing.
-            let _ = Python::try_attach(|py| {
-                let (ok, value) = match result.map_err(|e| to_py(py, &e)).and_then(|c| c(py)) {
-                    Ok(value) => (true, value),
-                    Err(error) => (false, error.into_value(py).into_any()),
-                };
-                // Fails only when the loop is closed: the awaiting side is gone.
-                let _ = event_loop.call_method1(
-                    py,
-                    "call_soon_threadsafe",
-                    (resolve, future, ok, value),
-                );
-            });
-        });
+        let queue = completions.queue.clone();
+        // Inline: on the worker that completed the call; it only queues and maybe writes one
+        // byte, never takes the GIL.
+        pending.on_complete_inline(move |result| queue.push(future, result));
         Ok(())
     }
 
     /// Cancels the operation (it completes with `CancelledError` if not done yet).
     fn cancel(&self) {
         self.canceller.cancel();
+    }
+}
+
+type Completed = (Py<PyAny>, Result<Conv>);
+
+/// The shared part of a [`Completions`]: results waiting for their event loop, and the
+/// socket that wakes it.
+struct Queue {
+    items: Mutex<Vec<Completed>>,
+    wake: UnixStream,
+}
+
+impl Queue {
+    fn push(&self, future: Py<PyAny>, result: Result<Conv>) {
+        let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let first = items.is_empty();
+        items.push((future, result));
+        drop(items);
+        // One byte per batch: the loop drains every queued result when it reads. A full
+        // socket (WouldBlock) or a loop that is gone (the reader closed) needs no byte.
+        if first {
+            let _ = (&self.wake).write(&[1]);
+        }
+    }
+}
+
+/// The completion queue of one asyncio event loop: calls completed on the library's threads
+/// are queued here without the GIL, and the loop, woken by a byte on `fileno()` (registered
+/// with `loop.add_reader`), resolves their futures in `drain()` on its own thread. Many
+/// completions share one wake-up, and no library thread ever waits for the GIL.
+#[pyclass(frozen, module = "statestore._native")]
+pub struct Completions {
+    queue: Arc<Queue>,
+    reader: UnixStream,
+}
+
+#[pymethods]
+impl Completions {
+    #[new]
+    fn new() -> PyResult<Completions> {
+        let (reader, wake) = UnixStream::pair()?;
+        reader.set_nonblocking(true)?;
+        wake.set_nonblocking(true)?;
+        Ok(Completions {
+            queue: Arc::new(Queue {
+                items: Mutex::new(Vec::new()),
+                wake,
+            }),
+            reader,
+        })
+    }
+
+    /// The file descriptor to watch for reading.
+    fn fileno(&self) -> i32 {
+        self.reader.as_raw_fd()
+    }
+
+    /// Resolves every queued future (skipping the ones cancelled meanwhile).
+    fn drain(&self, py: Python<'_>) -> PyResult<()> {
+        // Bytes first, then the queue: a result queued after the take writes a new byte.
+        let mut buf = [0u8; 256];
+        while let Ok(n) = (&self.reader).read(&mut buf) {
+            if n < buf.len() {
+                break;
+            }
+        }
+        let items =
+            std::mem::take(&mut *self.queue.items.lock().unwrap_or_else(|e| e.into_inner()));
+        for (future, result) in items {
+            let future = future.bind(py);
+            if future.call_method0("done")?.is_truthy()? {
+                continue;
+            }
+            match result.map_err(|e| to_py(py, &e)).and_then(|c| c(py)) {
+                Ok(value) => future.call_method1("set_result", (value,))?,
+                Err(error) => future.call_method1("set_exception", (error.into_value(py),))?,
+            };
+        }
+        Ok(())
     }
 }

@@ -67,6 +67,7 @@ fn connect_options() -> Vec<(&'static str, &'static str, &'static str, &'static 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<call::Call>()?;
+    m.add_class::<call::Completions>()?;
     m.add_class::<client::Client>()?;
     m.add_class::<client::KeyPager>()?;
     m.add_class::<client::SetResult>()?;
@@ -85,7 +86,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lease::Election>()?;
     m.add_function(wrap_pyfunction!(errors::_set_error_factory, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
-    m.add_function(wrap_pyfunction!(call::_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -1,30 +1,35 @@
-"""Native calls as asyncio awaitables: the core completes them on its dispatcher thread, which
-hands the result to the caller's loop with ``call_soon_threadsafe`` (no thread per call).
-Cancelling the awaiting task cancels the core call."""
+"""Native calls as asyncio awaitables. The core completes a call on one of its threads, which
+only queues the result on the completion queue of the caller's event loop (no GIL there) and
+wakes the loop through a socket watched with ``loop.add_reader``; the loop resolves the futures
+on its own thread, many per wake-up. No thread per call; cancelling the awaiting task cancels the
+core call."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TypeVar
-
-_T = TypeVar("_T")
+import weakref
+from typing import TypeVar
 
 from . import _native
 
+_T = TypeVar("_T")
 
-def _resolve(future: "asyncio.Future[Any]", ok: bool, value: Any) -> None:
-    if future.done():  # cancelled meanwhile
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
+_queues: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _native.Completions]" = weakref.WeakKeyDictionary()
+
+
+def _queue(loop: asyncio.AbstractEventLoop) -> _native.Completions:
+    queue = _queues.get(loop)
+    if queue is None:
+        queue = _native.Completions()
+        loop.add_reader(queue.fileno(), queue.drain)
+        _queues[loop] = queue
+    return queue
 
 
 async def wait(call: "_native.Call[_T]") -> _T:
     loop = asyncio.get_running_loop()
     future: "asyncio.Future[_T]" = loop.create_future()
-    call.deliver(loop, future, _resolve)
+    call.deliver_to(_queue(loop), future)
     try:
         return await future
     except asyncio.CancelledError:

@@ -7,12 +7,6 @@ import atexit
 import weakref
 from typing import Any
 
-from . import _native
-
-# Registered first, so it runs last (atexit is last-in first-out): after the clients closed, no
-# result is handed to Python any more once finalization can begin.
-atexit.register(_native._shutdown)
-
 _open: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 

@@ -12,6 +12,7 @@ __version__: Final[str]
 __all__ = [
     "AcquireResult",
     "Call",
+    "Completions",
     "Client",
     "DeleteResult",
     "Election",
@@ -29,26 +30,25 @@ __all__ = [
     "Version",
     "__version__",
     "_set_error_factory",
-    "_shutdown",
     "connect_options",
     "error_codes",
 ]
 
 def error_codes() -> List[Tuple[int, str, str, str, str]]: ...
 def connect_options() -> List[Tuple[str, str, str, str]]: ...
-def _shutdown() -> None: ...
 def _set_error_factory(factory: Callable[[int, str, bool], BaseException]) -> None: ...
 
 @final
 class Call(Generic[_T]):
     def wait(self) -> _T: ...
-    def deliver(
-        self,
-        event_loop: asyncio.AbstractEventLoop,
-        future: "asyncio.Future[Any]",
-        resolve: Callable[["asyncio.Future[Any]", bool, Any], None],
-    ) -> None: ...
+    def deliver_to(self, completions: "Completions", future: "asyncio.Future[_T]") -> None: ...
     def cancel(self) -> None: ...
+
+@final
+class Completions:
+    def __new__(cls) -> "Completions": ...
+    def fileno(self) -> int: ...
+    def drain(self) -> None: ...
 
 @final
 class Version:

@@ -1,10 +1,12 @@
-//! [`Call`]: one core operation in flight, waited for by a blocking method (GIL released,
-//! Ctrl-C checked between slices) or delivered to an asyncio future from the library's
-//! dispatcher thread.
+//! [`Call`]: one core operation, either run to its end by a blocking method on the caller's
+//! thread (GIL released, Ctrl-C checked between slices) or spawned on the core runtime and
+//! delivered to an asyncio future through its loop's completion queue.
 
+use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,14 +38,17 @@ pub fn block<T: Send + 'static>(py: Python<'_>, mut pending: Pending<T>) -> PyRe
     }
 }
 
-/// Starts `future` on the core runtime; its output is converted by `conv` when delivered.
+/// A core operation not started yet, with the conversion of its output.
+type Work = Pin<Box<dyn Future<Output = Result<Conv>> + Send>>;
+
+/// Builds a [`Call`] for `future`; its output is converted by `conv` when delivered.
 pub fn spawn<T, F, C>(future: F, conv: C) -> Call
 where
     T: Send + 'static,
-    F: std::future::Future<Output = Result<T>> + Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
     C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 {
-    Call::new(Pending::spawn(async move {
+    Call::lazy(Box::pin(async move {
         let value = future.await?;
         Ok(Box::new(move |py: Python<'_>| conv(py, value)) as Conv)
     }))
@@ -54,56 +59,102 @@ where
 pub fn spawn_for<T, F, C>(pid: u32, future: F, conv: C) -> Call
 where
     T: Send + 'static,
-    F: std::future::Future<Output = Result<T>> + Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
     C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 {
     if pid != std::process::id() {
-        return Call::new(Pending::ready(Err(statestore::Error::Runtime(
+        return Call::failed(statestore::Error::Runtime(
             "this object was created before fork and its connection belongs to the parent \
              process: create a new client in the child"
                 .into(),
-        ))));
+        ));
     }
     spawn(future, conv)
 }
 
-/// An operation in flight. Blocking: `wait()`. Asyncio: `deliver(loop, future, resolve)`.
+/// Runs `future` to its end on the calling thread (core's `runtime::block_on`: polled here
+/// under the runtime's handle, so the answer wakes this thread directly), checking for
+/// signals every [`SLICE`]; a signal handler that raises (Ctrl-C) drops, so cancels, the call.
+fn block_on_here<T>(future: impl Future<Output = T>) -> std::result::Result<T, PyErr> {
+    let checked = async {
+        let mut future = std::pin::pin!(future);
+        loop {
+            tokio::select! {
+                output = &mut future => return Ok(output),
+                () = tokio::time::sleep(SLICE) => {
+                    if let Some(Err(interrupted)) = Python::try_attach(|py| py.check_signals()) {
+                        return Err(interrupted);
+                    }
+                }
+            }
+        }
+    };
+    match statestore::runtime::block_on(checked) {
+        Ok(output) => output,
+        Err(error) => Err(Python::attach(|py| to_py(py, &error))),
+    }
+}
+
+enum State {
+    /// Not started: `wait()` runs it on the caller's thread, `deliver_to()` spawns it.
+    Lazy(Work),
+    /// Spawned for asyncio.
+    Spawned(Canceller),
+    /// Waited for, or cancelled before it started.
+    Gone,
+}
+
+/// An operation. Blocking: `wait()`. Asyncio: `deliver_to(completions, future)`.
 #[pyclass(frozen, module = "statestore._native")]
 pub struct Call {
-    pending: Mutex<Option<Pending<Conv>>>,
-    canceller: Canceller,
+    state: Mutex<State>,
 }
 
 impl Call {
-    pub fn new(pending: Pending<Conv>) -> Call {
+    fn lazy(work: Work) -> Call {
         Call {
-            canceller: pending.canceller(),
-            pending: Mutex::new(Some(pending)),
+            state: Mutex::new(State::Lazy(work)),
         }
     }
 
-    fn take(&self) -> PyResult<Pending<Conv>> {
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("this call was already waited for"))
+    /// A call that fails with `error` (checked before anything runs).
+    pub fn failed(error: statestore::Error) -> Call {
+        Call::lazy(Box::pin(async move { Err(error) }))
+    }
+
+    fn take(&self) -> PyResult<Work> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut *state, State::Gone) {
+            State::Lazy(work) => Ok(work),
+            other => {
+                *state = other;
+                Err(PyRuntimeError::new_err(
+                    "this call was already waited for, delivered or cancelled",
+                ))
+            }
+        }
     }
 }
 
 #[pymethods]
 impl Call {
-    /// Blocks until the operation completes and returns its result (raises its error).
+    /// Blocks until the operation completes (GIL released, Ctrl-C honoured) and returns its
+    /// result (raises its error).
     fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let pending = self.take()?;
-        let conv = block(py, pending)?;
+        let work = self.take()?;
+        let conv = py
+            .detach(|| block_on_here(work))?
+            .map_err(|e| to_py(py, &e))?;
         conv(py)
     }
 
-    /// On completion, queues `(future, result)` on `completions` (the completion queue of the
-    /// future's event loop), which resolves it on the loop's thread.
+    /// Starts the operation on the core runtime; on completion, queues `(future, result)` on
+    /// `completions` (the completion queue of the future's event loop), which resolves it on
+    /// the loop's thread.
     fn deliver_to(&self, completions: &Completions, future: Py<PyAny>) -> PyResult<()> {
-        let pending = self.take()?;
+        let work = self.take()?;
+        let pending = Pending::spawn(work);
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = State::Spawned(pending.canceller());
         let queue = completions.queue.clone();
         // Inline: on the worker that completed the call; it only queues and maybe writes one
         // byte, never takes the GIL.
@@ -111,9 +162,13 @@ impl Call {
         Ok(())
     }
 
-    /// Cancels the operation (it completes with `CancelledError` if not done yet).
+    /// Cancels the operation (a spawned one completes with `CancelledError` if not done yet).
     fn cancel(&self) {
-        self.canceller.cancel();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match &*state {
+            State::Spawned(canceller) => canceller.cancel(),
+            _ => *state = State::Gone,
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use statestore::{
     SetOptions,
 };
 
-use crate::api::{EventStream, OptionValue, Pending};
+use crate::api::{EventStream, OptionValue};
 use crate::call::{spawn, Call};
 use crate::convert::{bytes_arg, secs_arg, version_arg, Version};
 use crate::events::Observation;
@@ -208,7 +208,7 @@ impl Client {
     fn from_env(options: Option<&Bound<'_, PyDict>>, decode_responses: bool) -> PyResult<Call> {
         let mut connect = match ConnectOptions::from_env() {
             Ok(c) => c,
-            Err(e) => return Ok(Call::new(Pending::ready(Err(e)))),
+            Err(e) => return Ok(Call::failed(e)),
         };
         if let Some(options) = options {
             options::apply(&mut connect, options)?;

@@ -11,7 +11,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Generator, List, Opt
 
 from . import _native
 from ._aio import wait
-from ._common import BytesLike, Condition, condition_name
+from ._common import BytesLike, Condition, condition_name, pop_guard, push_guard
 from ._lifecycle import track
 from ._errors import ClosedError, TimeoutError
 from ._native import AcquireResult, DeleteResult, Event, Loss, SetResult, Value, Version
@@ -340,7 +340,6 @@ class AsyncLock:
 
     def __init__(self, native: _native.Lock) -> None:
         self._native = native
-        self._held: List[AsyncLockGuard] = []
 
     @property
     def name(self) -> Any:
@@ -377,11 +376,11 @@ class AsyncLock:
 
     async def __aenter__(self) -> AsyncLockGuard:
         guard = await self.acquire()
-        self._held.append(guard)
+        push_guard(self, guard)
         return guard
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._held.pop().release()
+        await pop_guard(self).release()
 
 
 class AsyncElection:

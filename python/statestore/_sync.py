@@ -7,7 +7,7 @@ import types
 from typing import Any, Callable, Iterator, List, Optional, Type, Union
 
 from . import _native
-from ._common import BytesLike, Condition, condition_name
+from ._common import BytesLike, Condition, condition_name, pop_guard, push_guard
 from ._lifecycle import track
 from ._errors import ClosedError, TimeoutError
 from ._native import AcquireResult, DeleteResult, Event, Loss, SetResult, Value, Version
@@ -321,7 +321,6 @@ class Lock:
 
     def __init__(self, native: _native.Lock) -> None:
         self._native = native
-        self._held: List[LockGuard] = []
 
     @property
     def name(self) -> Any:
@@ -358,11 +357,11 @@ class Lock:
 
     def __enter__(self) -> LockGuard:
         guard = self.acquire()
-        self._held.append(guard)
+        push_guard(self, guard)
         return guard
 
     def __exit__(self, *exc: object) -> None:
-        self._held.pop().release()
+        pop_guard(self).release()
 
 
 class Election:

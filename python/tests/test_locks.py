@@ -217,3 +217,37 @@ async def test_async_election(aclient: AsyncClient, key: str) -> None:
     assert e.fencing_token == token and await e.leader() == b"me"
     await e.resign()
     assert await e.lost(timeout=1) is None
+
+
+def test_one_lock_object_entered_by_several_threads(client: Client, key: str) -> None:
+    lock = client.lock(key + "/lock", ttl=10.0)
+    tokens: list[statestore.Version] = []
+    mutex = threading.Lock()
+
+    def work() -> None:
+        for _ in range(3):
+            with lock as guard:
+                assert guard.held
+                with mutex:
+                    tokens.append(guard.fencing_token)
+            assert not guard.held  # this block released its own guard
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(50)
+    assert len(set(tokens)) == 12
+    assert lock.holder() is None
+
+
+async def test_one_lock_object_entered_by_several_tasks(aclient: AsyncClient, key: str) -> None:
+    lock = aclient.lock(key + "/lock", ttl=10.0)
+
+    async def work() -> statestore.Version:
+        async with lock as guard:
+            await asyncio.sleep(0)
+            return guard.fencing_token
+
+    tokens = await asyncio.gather(*(work() for _ in range(4)))
+    assert len(set(tokens)) == 4 and await lock.holder() is None

@@ -4,8 +4,8 @@
 #   1. `npm install` inside node/ (builds the addon from source, installs typescript),
 #   2. `npm install <repo>/node` into an empty temporary project, as a user does,
 #   3. `npm pack` and `npm install <tarball>` into another one (builds from the packed sources),
-# and in each installed project runs the test suite (node --test, a deadline per test) and the
-# README example; then `tsc --noEmit --strict` on the TypeScript example, and clippy/rustfmt of
+# and runs the README example in each, the whole test suite (node --test, a deadline per test) in
+# the first and the package checks in the second; then `tsc --noEmit --strict` on the TypeScript example, and clippy/rustfmt of
 # the crate. The shared scenarios run inside the suite (test/scenarios.test.mjs), Promise and
 # Sync. Ends with node --test's "# pass N / # fail N" for each suite.
 set -euo pipefail
@@ -43,24 +43,27 @@ echo "== node: npm install inside node/ (build from source, dev dependencies)"
 echo "== node: tsc --noEmit --strict on the TypeScript example"
 (cd node && timeout 120 npx tsc -p examples/tsconfig.json --noEmit --strict)
 
-run_suite() { # $1: project dir with statestore installed
+run_suite() { # $1: project dir with statestore installed; $2...: the test files to run
   local project="$1"
+  shift
   mkdir -p "$project/test"
   cp node/test/*.mjs "$project/test/"
   cp node/examples/quickstart.js "$project/"
   (cd "$project" && timeout 60 node quickstart.js >/dev/null && echo "README example: ok")
-  (cd "$project" && timeout 600 node --test --test-timeout=120000 --test-concurrency=2 test/*.test.mjs)
+  (cd "$project" && timeout 600 node --test --test-timeout=120000 --test-concurrency=2 "$@")
 }
 
 echo "== node: npm install ./node into an empty project"
 mkdir -p "$work/folder"
 (cd "$work/folder" && npm init -y >/dev/null && timeout 900 npm install "$root/node")
-run_suite "$work/folder"
+run_suite "$work/folder" test/*.test.mjs
 
 echo "== node: npm pack, then npm install of the tarball into an empty project"
 (cd node && timeout 120 npm pack --loglevel=warn --pack-destination "$work" >/dev/null)
 mkdir -p "$work/tarball"
 (cd "$work/tarball" && npm init -y >/dev/null && timeout 900 npm install "$work"/statestore-*.tgz)
 [ -d "$work/tarball/node_modules/statestore/crate" ] || { echo "the tarball has no Rust sources"; exit 1; }
-run_suite "$work/tarball"
+# The same package built from the packed sources: the README example and the package checks
+# (require/import, every export); the whole suite ran on the folder install above.
+run_suite "$work/tarball" test/package.test.mjs
 echo "== node: all suites passed"

@@ -59,7 +59,9 @@ pub struct TlsOptions {
 }
 
 /// How the client authenticates to the broker (besides a TLS client certificate).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// Its `Debug` output never shows the password.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub enum Authentication {
     /// No credentials.
     #[default]
@@ -92,6 +94,35 @@ pub enum Authentication {
         /// How often the file is checked for a new token.
         check_interval: Duration,
     },
+}
+
+impl std::fmt::Debug for Authentication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::None => f.write_str("None"),
+            Self::Password { username, .. } => f
+                .debug_struct("Password")
+                .field("username", username)
+                .field("password", &"<redacted>")
+                .finish(),
+            Self::PasswordFile {
+                username,
+                password_file,
+            } => f
+                .debug_struct("PasswordFile")
+                .field("username", username)
+                .field("password_file", password_file)
+                .finish(),
+            Self::ServiceAccountToken {
+                token_file,
+                check_interval,
+            } => f
+                .debug_struct("ServiceAccountToken")
+                .field("token_file", token_file)
+                .field("check_interval", check_interval)
+                .finish(),
+        }
+    }
 }
 
 /// Exponential reconnect backoff: the delay starts at `initial_delay` and doubles after each
@@ -295,6 +326,19 @@ const MIN_PACKET_SIZE: u32 = 1024;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_output_hides_the_password() {
+        let options = ConnectOptions::new("broker", 1883).auth(Authentication::Password {
+            username: "ann".into(),
+            password: "Do-Not-Print-Me".into(),
+        });
+        let shown = format!("{options:?}");
+        assert!(
+            shown.contains("ann") && !shown.contains("Do-Not-Print-Me"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn defaults_are_valid_and_follow_the_sdks() {

@@ -52,6 +52,7 @@ pub(crate) fn mqtt_options(options: &ConnectOptions, client_id: &str) -> Result<
             username,
             password_file,
         } => {
+            warn_if_readable_by_others(password_file);
             let password = String::from_utf8(read(password_file, "password file")?.to_vec())
                 .map_err(|_| {
                     Error::InvalidArgument(format!(
@@ -71,6 +72,27 @@ pub(crate) fn mqtt_options(options: &ConnectOptions, client_id: &str) -> Result<
         }
     }
     Ok(mqtt)
+}
+
+/// A secret file that others may read is worth a warning (as ssh does for keys), not a refusal:
+/// mounted secrets are often group-readable by design.
+fn warn_if_readable_by_others(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(metadata) = std::fs::metadata(path) {
+            let mode = metadata.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                tracing::warn!(
+                    file = %path.display(),
+                    mode = format_args!("{mode:o}"),
+                    "the password file's permissions let others than its owner read it: restrict them (chmod 600)"
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 /// The service-account token: the file's bytes.

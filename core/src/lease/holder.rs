@@ -96,11 +96,14 @@ pub(super) struct Holding {
     stop: CancellationToken,
 }
 
-/// The SET that acquires and renews.
+/// The SET that acquires and renews. Persisted, so that a state store that restarts within
+/// the TTL still knows the holder: otherwise a second holder would get the lease at once while
+/// the first one's is valid.
 fn claim(ttl: Duration) -> SetOptions {
     SetOptions::default()
         .condition(SetCondition::OnlyIfAbsentOrEqual)
         .expiry(ttl)
+        .persist(true)
 }
 
 /// Timeout of one renewal attempt: a lost request is retried before the TTL runs out.

@@ -1,10 +1,8 @@
-//! A defect the chaos run found (issue 17): a lock is not exclusive across a restart of the
-//! state store. The lock's key is written without `aio-persistence`, so a restarted server
-//! (`--data-dir`) has forgotten it while the holder's lease is still valid: a second holder
-//! gets the lock at once. Fencing then protects the keys only if the new holder writes before
-//! the old one (the chaos run saw two holders 4 ms apart right after a SIGKILL). Ignored until
-//! the lead decides on the fix (a lease that persists its key); run it with
-//! `cargo test -p statestore-chaos --test lock_restart -- --ignored`.
+//! A defect the chaos run found (issue 17), fixed in core: a lock was not exclusive across a
+//! restart of the state store. The lock's key was written without `aio-persistence`, so a
+//! restarted server (`--data-dir`) had forgotten it while the holder's lease was still valid,
+//! and a second holder got the lock at once (the chaos run saw two holders 4 ms apart right
+//! after a SIGKILL). Leases now persist their key.
 
 use std::time::Duration;
 
@@ -25,7 +23,6 @@ fn options(addr: std::net::SocketAddr) -> ConnectOptions {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "defect reported to the lead: lock keys are not persisted, so a restart lets a second holder in"]
 async fn a_lock_stays_exclusive_across_a_state_store_restart() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(config(dir.path(), "127.0.0.1:0".parse().unwrap()))

@@ -164,7 +164,6 @@ async fn every_case_connects_or_fails_clearly_and_no_secret_leaks() {
 }
 
 #[test]
-#[ignore = "defect reported to the lead: ConnectOptions derives Debug and prints the password"]
 fn debug_formatting_hides_secrets() {
     let mut options = ConnectOptions::new("127.0.0.1", 1883);
     options
@@ -178,7 +177,6 @@ fn debug_formatting_hides_secrets() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "defect reported to the lead: no warning for a password file readable by others"]
 async fn a_password_file_readable_by_others_gets_a_warning() {
     let warnings = Arc::new(Mutex::new(Vec::<String>::new()));
     set_log_sink(LogLevel::Warn, {

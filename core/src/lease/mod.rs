@@ -88,6 +88,11 @@
 //! [`Lease::acquire_timeout`] gives up, the key is deleted if it holds our name. Dropping an
 //! acquiring future may leave the key held under our name until its TTL passes.
 //!
+//! **Restarts of the state store.** The acquiring and renewing SETs carry `aio-persistence`,
+//! so a state store that restarts keeps the holder (until the TTL passes) instead of handing
+//! the lease to the next contender while the holder's is still valid. (Services too old for
+//! persistence ignore the property.)
+//!
 //! **Holder names.** Two leases with the same key and holder name share the lease on the
 //! service. Lock guards use a fresh name per acquisition (client id and a random suffix);
 //! lease holders and election candidates must pick unique names.

@@ -501,18 +501,21 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
     }
     for writer in &mut writers {
         let status = tokio::time::timeout(Duration::from_secs(30), writer.child.wait()).await;
-        let (exit, hung) = match status {
-            Ok(Ok(status)) => (status.code(), false),
-            Ok(Err(_)) => (None, false),
+        let (exit, signal, hung) = match status {
+            Ok(Ok(status)) => {
+                use std::os::unix::process::ExitStatusExt;
+                (status.code(), status.signal(), false)
+            }
+            Ok(Err(_)) => (None, None, false),
             Err(_) => {
                 let _ = writer.child.kill().await;
-                (None, true)
+                (None, None, true)
             }
         };
         outcomes.push(json!({
             "ring": writer.ring, "flavour": writer.flavour,
             "log": writer.log.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "exit": exit, "hung_at_exit": hung,
+            "exit": exit, "signal": signal, "hung_at_exit": hung,
         }));
     }
     sampling.store(false, std::sync::atomic::Ordering::SeqCst);

@@ -55,7 +55,10 @@ pub fn runtime() -> Result<Arc<Runtime>> {
         Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("statestore-rt")
-            .on_thread_start(|| INTERNAL_THREAD.with(|flag| flag.set(true)))
+            .on_thread_start(|| {
+                INTERNAL_THREAD.with(|flag| flag.set(true));
+                ignore_sigpipe_here();
+            })
             .enable_all()
             .build()
             .map_err(|e| Error::Runtime(format!("cannot start the internal runtime: {e}")))?,
@@ -76,6 +79,23 @@ pub fn runtime() -> Result<Arc<Runtime>> {
         std::mem::forget(inherited);
     }
     Ok(runtime)
+}
+
+/// Blocks SIGPIPE on the calling thread (one of the library's own): a write to a connection the
+/// peer closed then fails with `EPIPE`, which the client handles as a lost connection, instead
+/// of the signal killing the host process. Rust programs ignore SIGPIPE already; C programs
+/// (and others that link the library) usually do not, and the library must not change their
+/// process-wide disposition.
+pub(crate) fn ignore_sigpipe_here() {
+    #[cfg(unix)]
+    // SAFETY: a sigset on the stack, initialised by sigemptyset before use; pthread_sigmask
+    // only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// A handle to the internal runtime.
@@ -154,6 +174,26 @@ mod tests {
             .unwrap()
         });
         assert_eq!(result.unwrap(), 3);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn sigpipe_is_blocked_on_the_library_threads() {
+        let blocked = runtime()
+            .unwrap()
+            .block_on(async {
+                tokio::spawn(async {
+                    // SAFETY: reads this thread's signal mask into a zeroed set.
+                    unsafe {
+                        let mut current: libc::sigset_t = std::mem::zeroed();
+                        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut current);
+                        libc::sigismember(&current, libc::SIGPIPE) == 1
+                    }
+                })
+                .await
+            })
+            .unwrap();
+        assert!(blocked);
     }
 
     #[test]

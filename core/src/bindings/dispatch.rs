@@ -35,6 +35,7 @@ pub(crate) fn dispatch(job: Job) {
     let spawned = std::thread::Builder::new()
         .name("statestore-cb".into())
         .spawn(move || {
+            crate::runtime::ignore_sigpipe_here();
             while let Ok(job) = receiver.recv() {
                 // A panicking callback must not take the others down with it.
                 if catch_unwind(AssertUnwindSafe(job)).is_err() {

@@ -82,6 +82,7 @@ pub mod runtime;
 pub use client::{
     Authentication, Client, ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, KeyEvent,
     Keys, Observation, ReconnectPolicy, SetOptions, SetResult, TlsOptions, Value,
+    OBSERVATION_QUEUE_LIMIT,
 };
 pub use error::{Error, ErrorCategory, ErrorCode, ErrorInfo};
 #[cfg(feature = "client")]

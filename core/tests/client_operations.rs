@@ -422,3 +422,36 @@ async fn close_fails_later_calls_and_ends_observations() {
     assert_eq!(clone.unobserve("k").await, Err(Error::Closed));
     clone.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overflowing_observation_drops_events_then_resyncs_to_the_current_value() {
+    let (server, client) = support::embedded().await;
+    let writer = support::client(&server).await;
+    let mut changes = client.observe("k").await.unwrap();
+    // More than the queue's bound, not consumed while it is written.
+    let value = Bytes::from(vec![b'x'; 1 << 20]);
+    let writes = statestore::OBSERVATION_QUEUE_LIMIT / value.len() + 8;
+    for _ in 0..writes {
+        writer.set("k", value.clone(), set()).await.unwrap();
+    }
+    writer.set("k", "final", set()).await.unwrap();
+    let (mut sets, mut resynced, mut last) = (0, false, None);
+    while !(resynced && last.as_deref() == Some(&b"final"[..])) {
+        match support::next_event(&mut changes).await {
+            Some(KeyEvent::Set { value, .. }) => {
+                sets += 1;
+                last = Some(value);
+            }
+            Some(KeyEvent::Resynced { value }) => {
+                resynced = true;
+                last = value.map(|v| v.value);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(
+        sets <= writes,
+        "some events were dropped: {sets} of {}",
+        writes + 1
+    );
+}

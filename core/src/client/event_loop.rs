@@ -184,7 +184,11 @@ impl EventLoopTask {
             Notification::Set { value } => KeyEvent::Set { value, version },
             Notification::Delete => KeyEvent::Delete { version },
         };
-        self.shared.observers.deliver(&key, event);
+        for overflow in self.shared.observers.deliver(&key, event) {
+            self.shared
+                .runtime
+                .spawn(overflow.resync(self.shared.clone()));
+        }
     }
 
     /// Sends DISCONNECT and lets the event loop write it.

@@ -1,5 +1,6 @@
 //! The async state store client.
 
+mod backlog;
 mod backoff;
 mod call;
 mod env;
@@ -25,6 +26,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+pub use backlog::LIMIT as OBSERVATION_QUEUE_LIMIT;
 pub use observe::{KeyEvent, Observation};
 pub use options::{
     Authentication, ConnectOptions, ReconnectPolicy, TlsOptions, DEFAULT_TIMEOUT,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use super::backlog::{self, Backlog};
 use super::call::Call;
 use super::shared::Shared;
 use super::types::Value;
@@ -49,11 +50,14 @@ pub enum KeyEvent {
 /// when the key is unobserved or the client is closed. Dropping it stops the observation;
 /// when the last observation of a key is dropped the client sends `KEYNOTIFY … STOP`.
 /// An observation keeps its client's connection open. Events wait in the observation until
-/// they are consumed (the queue has no bound: consume them, or drop the observation).
+/// they are consumed, up to [`OBSERVATION_QUEUE_LIMIT`](super::OBSERVATION_QUEUE_LIMIT)
+/// bytes; past that, new events are dropped and, once what was queued has been consumed, the
+/// observation receives one [`KeyEvent::Resynced`] with the key's current value.
 pub struct Observation {
     key: Bytes,
     id: u64,
     events: mpsc::UnboundedReceiver<KeyEvent>,
+    backlog: Arc<Backlog>,
     client: Client,
     /// The process the observation was created in: its events do not cross `fork`.
     pid: u32,
@@ -76,14 +80,23 @@ impl Observation {
 
     /// The next event; `None` once the observation has ended.
     pub async fn next(&mut self) -> Option<KeyEvent> {
-        self.events.recv().await
+        let event = self.events.recv().await;
+        self.consumed(event)
+    }
+
+    /// Gives back the queue room of a consumed event.
+    fn consumed(&self, event: Option<KeyEvent>) -> Option<KeyEvent> {
+        if let Some(event) = &event {
+            self.backlog.release(backlog::cost(event));
+        }
+        event
     }
 
     /// The next event if one is already queued: `Ok(None)` if none is, [`Error::Closed`] once
     /// the observation has ended. Never blocks.
     pub fn try_next(&mut self) -> Result<Option<KeyEvent>> {
         match self.events.try_recv() {
-            Ok(event) => Ok(Some(event)),
+            Ok(event) => Ok(self.consumed(Some(event))),
             Err(mpsc::error::TryRecvError::Empty) => Ok(None),
             Err(mpsc::error::TryRecvError::Disconnected) => Err(Error::Closed),
         }
@@ -98,8 +111,7 @@ impl Observation {
             return Ok(Some(event));
         }
         // The timer must be created inside the runtime, hence the async block.
-        let events = &mut self.events;
-        match runtime::block_on(async { tokio::time::timeout(timeout, events.recv()).await })? {
+        match runtime::block_on(async { tokio::time::timeout(timeout, self.next()).await })? {
             Ok(Some(event)) => Ok(Some(event)),
             Ok(None) => Err(Error::Closed),
             Err(_) => Ok(None),
@@ -118,7 +130,8 @@ impl futures_core::Stream for Observation {
     type Item = KeyEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<KeyEvent>> {
-        self.events.poll_recv(cx)
+        let polled = self.events.poll_recv(cx);
+        polled.map(|event| self.consumed(event))
     }
 }
 
@@ -141,7 +154,53 @@ impl Drop for Observation {
 struct Observer {
     id: u64,
     events: mpsc::UnboundedSender<KeyEvent>,
+    backlog: Arc<Backlog>,
 }
+
+/// An observer whose queue overflowed: it gets a resync once it has consumed its queue.
+pub(crate) struct Overflow {
+    key: Bytes,
+    events: mpsc::UnboundedSender<KeyEvent>,
+    backlog: Arc<Backlog>,
+}
+
+impl Overflow {
+    /// Waits until the observer has consumed its queue, then hands it a
+    /// [`KeyEvent::Resynced`] with the key's current value (retrying the read until it
+    /// succeeds, the observation ends or the client closes).
+    pub(crate) async fn resync(self, shared: Arc<Shared>) {
+        tokio::select! {
+            () = shared.cancel.cancelled() => return,
+            // The observation was dropped with its queue: nobody to resync.
+            () = self.events.closed() => return,
+            () = self.backlog.drained() => {}
+        }
+        self.backlog.clear_overflow();
+        let mut delay = Duration::from_millis(100);
+        while !self.events.is_closed() && !shared.is_closed() {
+            let read = shared.call(super::get_call(self.key.clone(), None)).await;
+            match read.and_then(super::value_of) {
+                Ok(value) => {
+                    let event = KeyEvent::Resynced { value };
+                    self.backlog.force(backlog::cost(&event));
+                    let _ = self.events.send(event);
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "reading a key after its observation overflowed failed; retrying");
+                    tokio::select! {
+                        () = shared.cancel.cancelled() => return,
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+}
+
+/// The receiving side of an observer: its queue and the queue's bound.
+type Receiving = (mpsc::UnboundedReceiver<KeyEvent>, Arc<Backlog>);
 
 /// The observations of every key; a key is registered with the service while it has any.
 #[derive(Default)]
@@ -219,16 +278,21 @@ impl Observers {
     }
 
     /// Adds an observer of `key`; true if it is the key's first.
-    fn add(&self, key: &Bytes) -> Result<(u64, mpsc::UnboundedReceiver<KeyEvent>, bool)> {
+    fn add(&self, key: &Bytes) -> Result<(u64, Receiving, bool)> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = mpsc::unbounded_channel();
+        let backlog = Arc::new(Backlog::default());
         self.with(|keys| {
             if keys.closed {
                 return Err(Error::Closed);
             }
             let observers = keys.observers.entry(key.clone()).or_default();
-            observers.push(Observer { id, events: sender });
-            Ok((id, receiver, observers.len() == 1))
+            observers.push(Observer {
+                id,
+                events: sender,
+                backlog: backlog.clone(),
+            });
+            Ok((id, (receiver, backlog), observers.len() == 1))
         })
     }
 
@@ -260,14 +324,37 @@ impl Observers {
         self.with(|keys| keys.observers.keys().cloned().collect())
     }
 
-    /// Hands `event` to every observer of `key`.
-    pub(crate) fn deliver(&self, key: &Bytes, event: KeyEvent) {
+    /// Hands `event` to every observer of `key` that has room for it; returns the observers
+    /// that just overflowed, for the caller to resync ([`Overflow::resync`]).
+    pub(crate) fn deliver(&self, key: &Bytes, event: KeyEvent) -> Vec<Overflow> {
+        let size = backlog::cost(&event);
+        let mut overflows = Vec::new();
         self.with(|keys| {
-            if let Some(observers) = keys.observers.get(key) {
-                for observer in observers {
+            for observer in keys.observers.get(key).into_iter().flatten() {
+                if observer.backlog.reserve(size) {
                     // A receiver being dropped is removing itself: nothing to do.
                     let _ = observer.events.send(event.clone());
+                } else if observer.backlog.mark_overflow() {
+                    overflows.push(Overflow {
+                        key: key.clone(),
+                        events: observer.events.clone(),
+                        backlog: observer.backlog.clone(),
+                    });
                 }
+            }
+        });
+        overflows
+    }
+
+    /// Hands a resync to every observer of `key`, room or not: it is the state that repairs
+    /// whatever a full queue dropped.
+    fn deliver_resynced(&self, key: &Bytes, value: Option<Value>) {
+        let event = KeyEvent::Resynced { value };
+        let size = backlog::cost(&event);
+        self.with(|keys| {
+            for observer in keys.observers.get(key).into_iter().flatten() {
+                observer.backlog.force(size);
+                let _ = observer.events.send(event.clone());
             }
         });
     }
@@ -313,12 +400,13 @@ fn expect_ok(response: &Response) -> Result<()> {
 pub(crate) async fn observe(client: &Client, key: Bytes) -> Result<Observation> {
     let shared = &client.inner.shared;
     let _registration = shared.registration(&key).await;
-    let (id, events, first) = shared.observers.add(&key)?;
+    let (id, (events, backlog), first) = shared.observers.add(&key)?;
     // Registered before KEYNOTIFY is sent, so no notification that follows is missed.
     let observation = Observation {
         key: key.clone(),
         id,
         events,
+        backlog,
         client: client.clone(),
         pid: std::process::id(),
     };
@@ -401,7 +489,7 @@ async fn resync_key(shared: &Shared, key: &Bytes, attempt: Duration) -> Result<(
     expect_ok(&shared.call(register).await?.response)?;
     let answer = shared.call(super::get_call(key.clone(), None)).await?;
     let value = super::value_of(answer)?;
-    shared.observers.deliver(key, KeyEvent::Resynced { value });
+    shared.observers.deliver_resynced(key, value);
     Ok(())
 }
 

@@ -222,7 +222,6 @@ fn rss_kib() -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "defect reported to the lead: an observation's queue has no bound, so a flood of notifications that the application does not read grows memory without limit"]
 async fn a_notification_flood_to_an_unread_observation_stays_bounded() {
     let hostile = Hostile::start();
     let client = Client::connect(hostile.options()).await.unwrap();

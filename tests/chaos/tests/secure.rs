@@ -15,6 +15,10 @@ use statestore::bindings::logs::{set_log_sink, LogLevel};
 use statestore::bindings::OptionValue;
 use statestore::{Client, ConnectOptions, SetOptions};
 
+/// The library's log sink is one per process, and `cargo test` runs this file's tests in one
+/// process at once: the tests that set a sink take turns, or one would replace the other's.
+static LOG_SINK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The fixtures; stopped (stdin closed) on drop.
 struct Secure {
     child: Child,
@@ -92,6 +96,7 @@ fn secrets(secure: &Secure, case: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_case_connects_or_fails_clearly_and_no_secret_leaks() {
+    let _sink = LOG_SINK.lock().await;
     let logs = Arc::new(Mutex::new(Vec::<String>::new()));
     set_log_sink(LogLevel::Trace, {
         let logs = logs.clone();
@@ -178,6 +183,7 @@ fn debug_formatting_hides_secrets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_password_file_readable_by_others_gets_a_warning() {
+    let _sink = LOG_SINK.lock().await;
     let warnings = Arc::new(Mutex::new(Vec::<String>::new()));
     set_log_sink(LogLevel::Warn, {
         let warnings = warnings.clone();

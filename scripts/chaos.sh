@@ -79,6 +79,7 @@ else
 fi
 
 # Keep the last few runs (a 30-minute run writes about 400 MB of logs).
-ls -dt "$target_dir"/chaos/20*/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
+# (No earlier run is not an error: ls fails then, and pipefail would end the script.)
+{ ls -dt "$target_dir"/chaos/20*/ 2>/dev/null || true; } | tail -n +4 | xargs -r rm -rf
 out="$target_dir/chaos/$(date -u +%Y%m%dT%H%M%SZ)"
 exec "$bin" run --duration "$duration" --out "$out" --server-bin "$target_dir/debug/statestore-server" "${flags[@]}" "$@"

@@ -2,8 +2,8 @@
 
 use bytes::Bytes;
 use statestore::protocol::{
-    Hlc, Notification, Request, RequestError, Response, ScanPage, ServiceError, SetCondition,
-    SetFlags,
+    DecodeErrorKind, Hlc, Notification, Request, RequestError, Response, ScanPage, ServiceError,
+    SetCondition, SetFlags,
 };
 
 fn b(s: &'static [u8]) -> Bytes {
@@ -245,6 +245,30 @@ fn responses_encode_like_the_real_service() {
     assert_eq!(
         &Response::Error(ServiceError::MissingTimestamp).encode()[..],
         b"-ERR missing timestamp\r\n"
+    );
+}
+
+#[test]
+fn a_dash_line_other_than_an_error_or_minus_one_is_rejected() {
+    for payload in [
+        &b"-garbage"[..],
+        b"-garbage\r\n",
+        b"-\r\n",
+        b"-",
+        b"-ERRATIC\r\n",
+        b"-1x\r\n",
+        b"-ERR two\r\nlines\r\n",
+        b"-\x00\xff\x10",
+    ] {
+        let error = Response::decode(&b(payload)).expect_err(&format!("{payload:?} accepted"));
+        assert!(
+            matches!(error.kind, DecodeErrorKind::Unexpected(_)),
+            "{payload:?}: {error:?}"
+        );
+    }
+    assert_eq!(
+        Response::decode(&b(b"-ERR\r\n")),
+        Ok(Response::Error(ServiceError::Unknown(String::new())))
     );
 }
 

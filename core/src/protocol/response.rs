@@ -110,14 +110,23 @@ fn unexpected(offset: usize, what: &'static str) -> DecodeError {
     }
 }
 
-/// `-1` (the document's failed condition) or `-ERR[:] text`.
+/// `-1` (the document's failed condition) or `-ERR[:] text`. The closing CRLF may be missing
+/// (the protocol document's own examples omit it), but anything else after `-` is not an answer
+/// of the service: accepting it as an error would turn a corrupt payload into a plausible one.
 fn decode_dash(line: &[u8]) -> Result<Response, DecodeError> {
     let line = line.strip_suffix(b"\r\n").unwrap_or(line);
     if let Ok(n) = resp::parse_integer(line) {
         return Ok(Response::Integer(n));
     }
-    let body = line.get(1..).unwrap_or_default();
-    let text = body.strip_prefix(b"ERR").unwrap_or(body);
+    let text = match line.strip_prefix(b"-ERR") {
+        Some(text) if text.is_empty() || text[0] == b' ' || text[0] == b':' => text,
+        _ => {
+            return Err(unexpected(
+                0,
+                "a line starting with - other than -ERR or -1",
+            ))
+        }
+    };
     let text = text.strip_prefix(b":").unwrap_or(text);
     if text.contains(&b'\n') || text.contains(&b'\r') {
         return Err(unexpected(0, "an error line containing CR or LF"));

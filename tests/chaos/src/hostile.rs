@@ -80,13 +80,14 @@ fn answer(request: &Request) -> Option<Answer> {
         } else {
             &b"$1\r\nv\r\n"[..]
         }),
-        // Random bytes after a NUL: never a RESP type marker (a leading `-` would read as an
-        // error line, which core accepts leniently).
+        // Random bytes after a NUL: never a RESP type marker, so the answer is garbage whatever
+        // the draw (`h/dash-garbage` covers a leading `-`).
         b"h/garbage" => Answer::ok(
             std::iter::once(0u8)
                 .chain((0..63).map(|_| fastrand::u8(..)))
                 .collect::<Vec<u8>>(),
         ),
+        b"h/dash-garbage" => Answer::ok(&b"-not an error line\r\n"[..]),
         b"h/empty" => Answer::ok(Bytes::new()),
         b"h/nested" => Answer::ok(b"*1\r\n".repeat(NESTING)),
         b"h/huge" => Answer::ok(if is_get {

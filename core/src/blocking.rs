@@ -51,7 +51,7 @@ impl Client {
         let inner = runtime::block_on(crate::Client::connect(options))??;
         Ok(Client {
             inner,
-            pid: std::process::id(),
+            pid: crate::runtime::current_pid(),
         })
     }
 
@@ -144,7 +144,7 @@ impl Client {
 /// Fails with [`Error::Runtime`] in a process forked after the `what` was created in process
 /// `pid`: its connection stayed with the parent, so a call would wait for nothing.
 pub(crate) fn ensure_created_here(pid: u32, what: &str) -> Result<()> {
-    if pid != std::process::id() {
+    if pid != crate::runtime::current_pid() {
         return Err(Error::Runtime(format!(
             "this {what} was created before fork and its connection belongs to the parent \
              process: create a new client in the child"

@@ -18,6 +18,7 @@
 
 use std::cell::Cell;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use once_cell::sync::Lazy;
@@ -40,9 +41,48 @@ thread_local! {
     static INTERNAL_THREAD: Cell<bool> = const { Cell::new(false) };
 }
 
+/// This process's id, refreshed in a forked child.
+static PID: AtomicU32 = AtomicU32::new(0);
+
+/// The id of the calling process, without a system call: the library checks it on every call
+/// (to refuse work inherited across `fork`), and glibc no longer caches `getpid`, so asking the
+/// kernel each time cost several system calls per operation. A `pthread_atfork` child handler
+/// keeps the cached value right in a child made by `fork()`; a child made by a raw `clone` or
+/// `vfork` system call must `exec` or `_exit` before it calls into the library, as POSIX requires
+/// of such children anyway.
+pub fn current_pid() -> u32 {
+    let cached = PID.load(Ordering::Relaxed);
+    if cached != 0 {
+        return cached;
+    }
+    // Not a `Once`: a fork while another thread ran it would leave it locked in the child. The
+    // value is cached only once the handler is in place, so no child can inherit a stale one.
+    let pid = std::process::id();
+    if !ATFORK_REGISTERING.swap(true, Ordering::AcqRel) {
+        #[cfg(unix)]
+        // SAFETY: the handler only stores into an atomic and calls getpid, both allowed in a
+        // forked child of a multi-threaded process.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(refresh_pid_in_child));
+        }
+        PID.store(pid, Ordering::Release);
+    }
+    pid
+}
+
+/// Set by the one thread that registers the fork handler.
+static ATFORK_REGISTERING: AtomicBool = AtomicBool::new(false);
+
+#[cfg(unix)]
+extern "C" fn refresh_pid_in_child() {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    PID.store(pid as u32, Ordering::Relaxed);
+}
+
 /// The internal runtime of this process, built on first use (and again after `fork`).
 pub fn runtime() -> Result<Arc<Runtime>> {
-    let pid = std::process::id();
+    let pid = current_pid();
     // The guarded value is replaced whole, never left half-written: a poisoned lock is usable.
     let lock = || RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     match lock().as_ref() {
@@ -194,6 +234,31 @@ mod tests {
             })
             .unwrap();
         assert!(blocked);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_cached_pid_follows_a_fork() {
+        assert_eq!(current_pid(), std::process::id());
+        // SAFETY: the child only reads atomics, calls getpid and _exits.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork failed");
+        if child == 0 {
+            let right = current_pid() == std::process::id() && current_pid() != 0;
+            // SAFETY: ends the child without running the parent's atexit handlers.
+            unsafe { libc::_exit(if right { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        let waited = unsafe { libc::waitpid(child, &mut status, 0) };
+        assert_eq!(waited, child);
+        assert!(libc::WIFEXITED(status), "child status {status}");
+        assert_eq!(
+            libc::WEXITSTATUS(status),
+            0,
+            "the child saw its parent's pid"
+        );
+        assert_eq!(current_pid(), std::process::id());
     }
 
     #[test]

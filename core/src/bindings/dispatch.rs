@@ -21,7 +21,7 @@ static DISPATCHER: Lazy<Mutex<Option<Owned>>> = Lazy::new(|| Mutex::new(None));
 
 /// Runs `job` on the dispatcher thread, after the jobs dispatched before it.
 pub(crate) fn dispatch(job: Job) {
-    let pid = std::process::id();
+    let pid = crate::runtime::current_pid();
     let mut slot = DISPATCHER.lock().unwrap_or_else(|e| e.into_inner());
     let job = match slot.as_ref() {
         Some((owner, sender)) if *owner == pid => match sender.send(job) {

@@ -239,7 +239,7 @@ impl EventStream {
             ready: Condvar::new(),
             notify: Notify::new(),
             pump: Mutex::new(None),
-            pid: std::process::id(),
+            pid: crate::runtime::current_pid(),
         });
         let feed = Feed(Arc::downgrade(&inner));
         let ender = Feed(Arc::downgrade(&inner));
@@ -305,7 +305,7 @@ impl EventStream {
     /// events are consumed; [`Error::Runtime`] where blocking is refused (see
     /// [`crate::runtime`]) or in a forked child.
     pub fn next_timeout(&self, timeout: Option<Duration>) -> Result<Option<Event>> {
-        if self.inner.pid != std::process::id() {
+        if self.inner.pid != crate::runtime::current_pid() {
             return Err(Error::Runtime(
                 "this stream was created before fork and is fed in the parent process".into(),
             ));

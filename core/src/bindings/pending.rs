@@ -154,7 +154,7 @@ impl<T: Send + 'static> Pending<T> {
         Pending {
             slot,
             abort: Some(task.abort_handle()),
-            pid: std::process::id(),
+            pid: crate::runtime::current_pid(),
         }
     }
 
@@ -167,7 +167,7 @@ impl<T: Send + 'static> Pending<T> {
                 done: Condvar::new(),
             }),
             abort: None,
-            pid: std::process::id(),
+            pid: crate::runtime::current_pid(),
         }
     }
 
@@ -177,7 +177,7 @@ impl<T: Send + 'static> Pending<T> {
     }
 
     fn check_waitable(&self) -> Result<()> {
-        if self.pid != std::process::id() {
+        if self.pid != crate::runtime::current_pid() {
             return Err(Error::Runtime(
                 "this call was started before fork and runs in the parent process".into(),
             ));

@@ -408,7 +408,7 @@ pub(crate) async fn observe(client: &Client, key: Bytes) -> Result<Observation> 
         events,
         backlog,
         client: client.clone(),
-        pid: std::process::id(),
+        pid: crate::runtime::current_pid(),
     };
     if first {
         let answer = shared.call(keynotify(key, false)).await;

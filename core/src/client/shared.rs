@@ -77,7 +77,7 @@ impl Shared {
             broker_max_packet: AtomicU32::new(super::options::MQTT_MAX_PACKET_SIZE),
             connection: AtomicU64::new(0),
             default_timeout,
-            pid: std::process::id(),
+            pid: crate::runtime::current_pid(),
             mqtt,
             cancel: CancellationToken::new(),
             runtime,

@@ -1,9 +1,14 @@
-//! [`Pending`]: a core future on the internal runtime, completed exactly once, that a host can
-//! block on, be called back by, await, or cancel.
+//! [`Pending`]: a core future completed exactly once, that a host can block on, be called back
+//! by, await, or cancel.
+//!
+//! A call does not start when the `Pending` is made but when it is consumed: waited for, it
+//! runs on the waiting thread (as the blocking client does, with no thread hand-off); called
+//! back or awaited, it runs on the internal runtime.
 
 use std::future::{Future, IntoFuture};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -13,6 +18,7 @@ use super::dispatch::dispatch;
 use crate::{runtime, Error, Result};
 
 type Callback<T> = Box<dyn FnOnce(Result<T>) + Send>;
+type Call<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
 
 /// How a registered callback is run.
 #[derive(Clone, Copy)]
@@ -22,7 +28,8 @@ enum Delivery {
 }
 
 enum State<T> {
-    /// Not complete; an async waiter's waker, if one is polling.
+    /// Not complete; the waker of whoever is waiting (an async waiter, or the thread running
+    /// the call), to be woken by a cancellation.
     Running(Option<Waker>),
     /// Not complete; the callback to run on completion.
     Callback(Callback<T>, Delivery),
@@ -32,13 +39,23 @@ enum State<T> {
     Taken,
 }
 
-/// The completion slot shared by the task and the [`Pending`].
+/// The completion slot shared by the call and the [`Pending`].
 struct Slot<T> {
     state: Mutex<State<T>>,
     done: Condvar,
+    /// The call's task, once it runs on the runtime.
+    task: OnceLock<AbortHandle>,
 }
 
 impl<T: Send + 'static> Slot<T> {
+    fn new(state: State<T>) -> Arc<Self> {
+        Arc::new(Slot {
+            state: Mutex::new(state),
+            done: Condvar::new(),
+            task: OnceLock::new(),
+        })
+    }
+
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         // States are replaced whole: a poisoned lock holds a consistent value.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -64,6 +81,10 @@ impl<T: Send + 'static> Slot<T> {
         }
     }
 
+    fn is_complete(&self) -> bool {
+        !matches!(*self.lock(), State::Running(_) | State::Callback(..))
+    }
+
     fn take(state: &mut State<T>) -> Option<Result<T>> {
         match std::mem::replace(state, State::Taken) {
             State::Done(result) => Some(result),
@@ -74,6 +95,47 @@ impl<T: Send + 'static> Slot<T> {
                 *state = other;
                 None
             }
+        }
+    }
+
+    /// The result if complete; otherwise `cx`'s waker is left to be woken on completion.
+    fn poll_result(&self, cx: &Context<'_>) -> Poll<Result<T>> {
+        let mut state = self.lock();
+        if let Some(result) = Slot::take(&mut state) {
+            return Poll::Ready(result);
+        }
+        if let State::Running(waker) = &mut *state {
+            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *waker = Some(cx.waker().clone());
+            }
+        }
+        Poll::Pending
+    }
+
+    /// Runs `call` on the internal runtime; its result completes the slot.
+    fn start_on_runtime(self: &Arc<Self>, call: Call<T>) {
+        if self.is_complete() {
+            return; // cancelled before it started
+        }
+        let handle = match runtime::handle() {
+            Ok(handle) => handle,
+            Err(error) => return self.complete(Err(error)),
+        };
+        let guard = CompleteOnDrop(self.clone());
+        let task = handle.spawn(async move {
+            let result = call.await;
+            guard.0.complete(result);
+        });
+        let _ = self.task.set(task.abort_handle());
+        if self.is_complete() {
+            task.abort(); // a cancellation raced the start
+        }
+    }
+
+    fn cancel(&self) {
+        self.complete(Err(Error::Cancelled));
+        if let Some(task) = self.task.get() {
+            task.abort();
         }
     }
 }
@@ -92,7 +154,7 @@ struct CompleteOnDrop<T: Send + 'static>(Arc<Slot<T>>);
 impl<T: Send + 'static> Drop for CompleteOnDrop<T> {
     fn drop(&mut self) {
         let error = if std::thread::panicking() {
-            Error::Internal("the call panicked".into())
+            panicked()
         } else {
             Error::Cancelled
         };
@@ -100,13 +162,19 @@ impl<T: Send + 'static> Drop for CompleteOnDrop<T> {
     }
 }
 
-/// A call running on the library's internal runtime, completed exactly once with its result,
-/// [`Error::Cancelled`] or [`Error::Internal`] (a panic).
+fn panicked() -> Error {
+    Error::Internal("the call panicked".into())
+}
+
+/// A call of the library, completed exactly once with its result, [`Error::Cancelled`] or
+/// [`Error::Internal`] (a panic).
 ///
-/// Consume it in one of these ways: [`Pending::wait`] (block), [`Pending::wait_timeout`]
-/// (block in slices, e.g. to check for Ctrl-C between them), [`Pending::on_complete`] (a
-/// callback on the dispatcher thread), [`Pending::on_complete_inline`], or `.await`
-/// ([`IntoFuture`]). Dropping it without consuming it lets the call run to its end unobserved.
+/// Consume it in one of these ways: [`Pending::wait`] (block; the call runs on the waiting
+/// thread), [`Pending::wait_timeout`] (block in slices, e.g. to check for Ctrl-C between them),
+/// [`Pending::on_complete`] (a callback on the dispatcher thread),
+/// [`Pending::on_complete_inline`], or `.await` ([`IntoFuture`]); the last three run the call on
+/// the internal runtime. Dropping it without consuming it starts the call on the runtime, to run
+/// to its end unobserved.
 ///
 /// ```no_run
 /// use statestore::bindings::Pending;
@@ -119,8 +187,9 @@ impl<T: Send + 'static> Drop for CompleteOnDrop<T> {
 /// ```
 pub struct Pending<T: Send + 'static> {
     slot: Arc<Slot<T>>,
-    abort: Option<AbortHandle>,
-    /// The process that started the call: after fork its task does not exist in the child.
+    /// The call, until it starts.
+    call: Option<Call<T>>,
+    /// The process that made the call: after fork its state belongs to the parent.
     pid: u32,
 }
 
@@ -133,27 +202,15 @@ impl<T: Send + 'static> std::fmt::Debug for Pending<T> {
 }
 
 impl<T: Send + 'static> Pending<T> {
-    /// Starts `future` on the internal runtime.
+    /// A call of `future`, started when the `Pending` is consumed (see the type's
+    /// documentation for where it runs).
     pub fn spawn<F>(future: F) -> Pending<T>
     where
         F: Future<Output = Result<T>> + Send + 'static,
     {
-        let handle = match runtime::handle() {
-            Ok(handle) => handle,
-            Err(error) => return Self::ready(Err(error)),
-        };
-        let slot = Arc::new(Slot {
-            state: Mutex::new(State::Running(None)),
-            done: Condvar::new(),
-        });
-        let guard = CompleteOnDrop(slot.clone());
-        let task = handle.spawn(async move {
-            let result = future.await;
-            guard.0.complete(result);
-        });
         Pending {
-            slot,
-            abort: Some(task.abort_handle()),
+            slot: Slot::new(State::Running(None)),
+            call: Some(Box::pin(future)),
             pid: crate::runtime::current_pid(),
         }
     }
@@ -162,18 +219,15 @@ impl<T: Send + 'static> Pending<T> {
     /// anything was sent).
     pub fn ready(result: Result<T>) -> Pending<T> {
         Pending {
-            slot: Arc::new(Slot {
-                state: Mutex::new(State::Done(result)),
-                done: Condvar::new(),
-            }),
-            abort: None,
+            slot: Slot::new(State::Done(result)),
+            call: None,
             pid: crate::runtime::current_pid(),
         }
     }
 
     /// Whether the call has completed.
     pub fn is_complete(&self) -> bool {
-        !matches!(*self.slot.lock(), State::Running(_) | State::Callback(..))
+        self.slot.is_complete()
     }
 
     fn check_waitable(&self) -> Result<()> {
@@ -185,12 +239,43 @@ impl<T: Send + 'static> Pending<T> {
         runtime::ensure_blocking_allowed()
     }
 
-    /// Blocks the calling thread until the call completes.
+    fn start_on_runtime(&mut self) {
+        if let Some(call) = self.call.take() {
+            self.slot.start_on_runtime(call);
+        }
+    }
+
+    /// Blocks the calling thread until the call completes; a call not yet started runs on
+    /// this thread (under the internal runtime's context, as the blocking client's calls do).
     ///
     /// Fails with [`Error::Runtime`] where blocking is refused (see [`crate::runtime`]) and in
     /// a forked child for a call of the parent.
-    pub fn wait(self) -> Result<T> {
+    pub fn wait(mut self) -> Result<T> {
         self.check_waitable()?;
+        let Some(mut call) = self.call.take() else {
+            return self.wait_started();
+        };
+        let slot = self.slot.clone();
+        runtime::block_on(std::future::poll_fn(move |cx| {
+            // A cancellation from another thread completes the slot and wakes this poll.
+            if let Poll::Ready(result) = slot.poll_result(cx) {
+                return Poll::Ready(result);
+            }
+            match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+                Ok(Poll::Pending) => Poll::Pending,
+                Ok(Poll::Ready(result)) => {
+                    slot.complete(result);
+                    slot.poll_result(cx)
+                }
+                Err(_) => {
+                    slot.complete(Err(panicked()));
+                    slot.poll_result(cx)
+                }
+            }
+        }))?
+    }
+
+    fn wait_started(self) -> Result<T> {
         let mut state = self.slot.lock();
         loop {
             if let Some(result) = Slot::take(&mut state) {
@@ -205,11 +290,12 @@ impl<T: Send + 'static> Pending<T> {
     }
 
     /// Blocks for at most `timeout`: `Some(result)` once complete, `None` if still running
-    /// (call again). The call itself keeps its own timeout.
+    /// (call again). The call runs on the internal runtime and keeps its own timeout.
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Result<T>> {
         if let Err(error) = self.check_waitable() {
             return Some(Err(error));
         }
+        self.start_on_runtime();
         let deadline = Instant::now() + timeout;
         let mut state = self.slot.lock();
         loop {
@@ -243,13 +329,14 @@ impl<T: Send + 'static> Pending<T> {
         self.register(Box::new(callback), Delivery::Inline);
     }
 
-    fn register(self, callback: Callback<T>, delivery: Delivery) {
+    fn register(mut self, callback: Callback<T>, delivery: Delivery) {
         let mut state = self.slot.lock();
         match std::mem::replace(&mut *state, State::Taken) {
             State::Running(_) => *state = State::Callback(callback, delivery),
             State::Done(result) => {
                 drop(state);
                 deliver(callback, result, delivery);
+                return;
             }
             State::Taken | State::Callback(..) => {
                 drop(state);
@@ -260,31 +347,50 @@ impl<T: Send + 'static> Pending<T> {
                     )),
                     delivery,
                 );
+                return;
             }
         }
+        drop(state);
+        self.start_on_runtime();
     }
 
     /// A handle that cancels this call from anywhere.
     pub fn canceller(&self) -> Canceller {
-        let slot = self.slot.clone();
         Canceller {
-            cancel: Arc::new(move || slot.complete(Err(Error::Cancelled))),
-            abort: self.abort.clone(),
+            slot: self.slot.clone(),
         }
     }
 
     /// Cancels the call: it completes with [`Error::Cancelled`] (unless already complete) and
-    /// its future is dropped. For a write the outcome is unknown.
+    /// its future is dropped (a call not yet started never starts). For a write the outcome
+    /// is unknown.
     pub fn cancel(&self) {
-        self.canceller().cancel();
+        self.slot.cancel();
+    }
+}
+
+impl<T: Send + 'static> Drop for Pending<T> {
+    fn drop(&mut self) {
+        // Unconsumed: the call still runs, unobserved (unless it was cancelled).
+        self.start_on_runtime();
+    }
+}
+
+/// What a [`Canceller`] needs of a slot, whatever its result type.
+trait Cancel: Send + Sync {
+    fn cancel(&self);
+}
+
+impl<T: Send + 'static> Cancel for Slot<T> {
+    fn cancel(&self) {
+        Slot::cancel(self);
     }
 }
 
 /// Cancels a [`Pending`] call; cheap to clone, usable from any thread.
 #[derive(Clone)]
 pub struct Canceller {
-    cancel: Arc<dyn Fn() + Send + Sync>,
-    abort: Option<AbortHandle>,
+    slot: Arc<dyn Cancel>,
 }
 
 impl std::fmt::Debug for Canceller {
@@ -297,10 +403,7 @@ impl Canceller {
     /// Completes the call with [`Error::Cancelled`] if it has not completed, and drops its
     /// future. Idempotent.
     pub fn cancel(&self) {
-        (self.cancel)();
-        if let Some(abort) = &self.abort {
-            abort.abort();
-        }
+        self.slot.cancel();
     }
 }
 
@@ -319,14 +422,7 @@ impl<T: Send + 'static> Future for PendingFuture<T> {
     type Output = Result<T>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
-        let mut state = self.pending.slot.lock();
-        if let Some(result) = Slot::take(&mut state) {
-            return Poll::Ready(result);
-        }
-        if let State::Running(waker) = &mut *state {
-            *waker = Some(cx.waker().clone());
-        }
-        Poll::Pending
+        self.pending.slot.poll_result(cx)
     }
 }
 
@@ -334,7 +430,8 @@ impl<T: Send + 'static> IntoFuture for Pending<T> {
     type Output = Result<T>;
     type IntoFuture = PendingFuture<T>;
 
-    fn into_future(self) -> PendingFuture<T> {
+    fn into_future(mut self) -> PendingFuture<T> {
+        self.start_on_runtime();
         PendingFuture { pending: self }
     }
 }
@@ -419,6 +516,72 @@ mod tests {
     fn a_panicking_call_completes_with_internal() {
         let pending: Pending<u32> = Pending::spawn(async { panic!("boom") });
         assert!(matches!(pending.wait(), Err(Error::Internal(_))));
+    }
+
+    /// Sets its flag when dropped: shows whether a call's future was dropped.
+    struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_waited_call_runs_on_the_waiting_thread() {
+        let waiter = std::thread::current().id();
+        let ran_on = Pending::spawn(async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok(std::thread::current().id())
+        })
+        .wait()
+        .unwrap();
+        assert_eq!(ran_on, waiter);
+        // Called back, it runs on the runtime instead.
+        let (sender, results) = mpsc::channel();
+        Pending::spawn(async { Ok(std::thread::current().name().map(str::to_owned)) })
+            .on_complete_inline(move |result| sender.send(result.unwrap()).unwrap());
+        let name = results.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(name.as_deref(), Some("statestore-rt"));
+    }
+
+    #[test]
+    fn a_cancel_from_another_thread_ends_a_wait_and_drops_the_call() {
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = DropFlag(dropped.clone());
+        let pending: Pending<u32> = Pending::spawn(async move {
+            let _flag = flag;
+            std::future::pending().await
+        });
+        let canceller = pending.canceller();
+        let waiter = std::thread::spawn(move || pending.wait());
+        // Cancelling before or after the waiter starts must both end it.
+        canceller.cancel();
+        let result = waiter.join().unwrap();
+        assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_call_cancelled_before_it_starts_never_runs() {
+        let (sender, ran) = mpsc::channel::<()>();
+        let pending: Pending<()> = Pending::spawn(async move {
+            sender.send(()).ok();
+            Ok(())
+        });
+        pending.cancel();
+        assert!(matches!(pending.wait(), Err(Error::Cancelled)));
+        assert!(ran.recv_timeout(Duration::from_millis(100)).is_err());
+    }
+
+    #[test]
+    fn an_unconsumed_call_still_runs() {
+        let (sender, ran) = mpsc::channel();
+        drop(Pending::spawn(async move {
+            sender.send(7).ok();
+            Ok(())
+        }));
+        assert_eq!(ran.recv_timeout(Duration::from_secs(10)).unwrap(), 7);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod convert;
 mod errors;
 mod events;
 mod lease;
+mod logs;
 mod options;
 mod server;
 
@@ -84,6 +85,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lease::LockGuard>()?;
     m.add_class::<lease::Update>()?;
     m.add_class::<lease::Election>()?;
+    m.add_class::<logs::LogQueue>()?;
+    m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_set_error_factory, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;

@@ -7,6 +7,7 @@ methods; ``statestore.testing`` runs a local state store in-process for tests.
 from __future__ import annotations
 
 from . import _errors, _native
+from ._logging import TRACE, disable_logging, enable_logging  # first: its exit hook runs last
 from ._async import AsyncClient, AsyncElection, AsyncLease, AsyncLock, AsyncLockGuard, AsyncObservation
 from ._common import BytesLike, Condition
 from ._errors import *  # noqa: F401,F403 - one class per core error code
@@ -44,7 +45,10 @@ __all__ = [
     "ServiceError",
     "SetResult",
     "StateStoreError",
+    "TRACE",
     "Value",
     "Version",
+    "disable_logging",
+    "enable_logging",
 ]
 __all__.extend(_errors.__all__)

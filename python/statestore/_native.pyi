@@ -21,6 +21,7 @@ __all__ = [
     "Lease",
     "Lock",
     "LockGuard",
+    "LogQueue",
     "Loss",
     "Observation",
     "Server",
@@ -32,6 +33,7 @@ __all__ = [
     "_set_error_factory",
     "connect_options",
     "error_codes",
+    "stop_logs",
 ]
 
 def error_codes() -> List[Tuple[int, str, str, str, str]]: ...
@@ -306,3 +308,12 @@ class Server:
     @property
     def stopped(self) -> bool: ...
     def stop(self) -> Call[None]: ...
+
+@final
+class LogQueue:
+    def __new__(cls) -> "LogQueue": ...
+    def forward(self, level: int) -> None: ...
+    def next_batch(self) -> Optional[Tuple[List[Tuple[int, str, str, float, Optional[str]]], int]]: ...
+    def close(self) -> None: ...
+
+def stop_logs() -> None: ...

@@ -361,7 +361,7 @@ enum statestore_update_action
    */
   STATESTORE_UPDATE_DELETE = 1,
   /**
-   * Write nothing; `statestore_lock_update()` returns `STATESTORE_ERR_CANCELLED`.
+   * Write nothing; the update fails with `STATESTORE_ERR_CANCELLED`.
    */
   STATESTORE_UPDATE_ABORT = 2,
 };
@@ -680,12 +680,22 @@ typedef void (*statestore_guard_cb)(void *user_data,
 
 /**
  * An update function: gets the key's current value (`old` NULL: the key does not exist;
- * borrowed for the call) and returns a `statestore_update_action`. It runs on the calling
- * thread, with the lock held.
+ * borrowed for the call) and returns a `statestore_update_action`. It runs with the lock
+ * held: for `statestore_lock_update()` on the calling thread, for
+ * `statestore_lock_update_async()` on the library's dispatcher thread.
  */
 typedef int32_t (*statestore_update_fn)(void *user_data,
                                         const struct statestore_value *old,
                                         struct statestore_buffer *out);
+
+/**
+ * Completion of `statestore_lock_update_async()`: `written` is the value written, borrowed
+ * for the callback; NULL when the update deleted the key, or on failure.
+ */
+typedef void (*statestore_update_cb)(void *user_data,
+                                     statestore_status status,
+                                     const char *message,
+                                     const struct statestore_value *written);
 
 /**
  * Completion of calls that return nothing but a status (`message` NULL on success).
@@ -1118,6 +1128,29 @@ statestore_status statestore_lock_update(const struct statestore_lock *lock,
                                          statestore_update_fn update,
                                          void *user_data,
                                          struct statestore_value **written);
+
+/**
+ * `statestore_lock_update()` without blocking. Once the lock is held and `key` read, `update`
+ * runs on the library's dispatcher thread (the thread of the callbacks, one at a time: it
+ * may call blocking functions of this library, and delays the other callbacks while it
+ * runs); then `callback` runs exactly once, on that thread too, with the outcome: the value
+ * written (`STATESTORE_OK`), `STATESTORE_ERR_CANCELLED` if `update` returned
+ * `STATESTORE_UPDATE_ABORT`, `STATESTORE_ERR_NOT_HELD` or a fencing error if the lock was
+ * lost before the write, `STATESTORE_ERR_CLOSED` if the client closed first. Both get
+ * `user_data`. `update` runs at most once, always before `callback`, and not at all when
+ * the lock could not be taken (or the client closed while waiting for it).
+ *
+ * # Safety
+ * `key` valid for `key_len` bytes; `update` and `callback` safe to call from another thread
+ * with `user_data`.
+ */
+statestore_status statestore_lock_update_async(const struct statestore_lock *lock,
+                                               const uint8_t *key,
+                                               size_t key_len,
+                                               int64_t timeout_ms,
+                                               statestore_update_fn update,
+                                               statestore_update_cb callback,
+                                               void *user_data);
 
 /**
  * Reads who holds the lock now: `*holder` is the holder name written in the lock's key (a

@@ -245,11 +245,16 @@ struct Once {
     }
     static void complete(void *user, statestore_status status, const char *message,
                          std::optional<T> value) noexcept {
-        std::unique_ptr<Once> self(static_cast<Once *>(user));
-        if (status == STATESTORE_OK)
+        if (status == STATESTORE_OK) {
+            std::unique_ptr<Once> self(static_cast<Once *>(user));
             invoke([&] { self->fn(Result<T>(std::move(*value))); });
-        else
-            invoke([&] { self->fn(Result<T>(error_of(status, message))); });
+        } else {
+            fail(user, error_of(status, message));
+        }
+    }
+    static void fail(void *user, Error error) noexcept {
+        std::unique_ptr<Once> self(static_cast<Once *>(user));
+        invoke([&] { self->fn(Result<T>(std::move(error))); });
     }
 };
 
@@ -261,6 +266,43 @@ void start(std::function<void(Result<T>)> fn, Start &&start_call) {
     if (status != STATESTORE_OK) {
         delete once;
         check(status);
+    }
+}
+
+/** A C++ update function: the old value (std::nullopt: absent) to the new one
+ * (std::nullopt: delete). */
+using UpdateFn = std::function<std::optional<std::string>(std::optional<std::string_view>)>;
+
+/** Runs an UpdateFn as a statestore_update_fn; an exception is kept and aborts the update. */
+struct Updater {
+    const UpdateFn *fn;
+    std::exception_ptr error;
+    static int32_t run(void *user, const statestore_value *old, statestore_buffer *out) noexcept {
+        auto *self = static_cast<Updater *>(user);
+        try {
+            std::optional<std::string_view> before;
+            if (old) before = std::string_view(reinterpret_cast<const char *>(old->data), old->len);
+            std::optional<std::string> after = (*self->fn)(before);
+            if (!after) return STATESTORE_UPDATE_DELETE;
+            check(statestore_buffer_set(out, bytes(*after), after->size()));
+            return STATESTORE_UPDATE_WRITE;
+        } catch (...) {
+            self->error = std::current_exception();
+            return STATESTORE_UPDATE_ABORT;
+        }
+    }
+};
+
+/** An exception as an Error: a statestore::Error as it is, anything else as CANCELLED. */
+inline Error error_of(std::exception_ptr error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const Error &e) {
+        return e;
+    } catch (const std::exception &e) {
+        return Error(STATESTORE_ERR_CANCELLED, e.what());
+    } catch (...) {
+        return Error(STATESTORE_ERR_CANCELLED, "the update function threw");
     }
 }
 
@@ -442,37 +484,40 @@ public:
     /** Updates `key` under the lock: `fn` gets the current value (std::nullopt: absent) and
      * returns the new one (std::nullopt: delete the key). An exception thrown by `fn`
      * writes nothing and is rethrown here. Returns what was written (std::nullopt: the key
-     * was deleted); every writer of `key` must use the lock. */
-    std::optional<std::string> update(std::string_view key,
-                const std::function<std::optional<std::string>(std::optional<std::string_view>)> &fn,
-                std::optional<std::chrono::milliseconds> timeout = std::nullopt) const {
-        struct Call {
-            const std::function<std::optional<std::string>(std::optional<std::string_view>)> *fn;
-            std::exception_ptr error;
-        } call{&fn, nullptr};
+     * was deleted); every writer of `key` must use the lock. `fn` runs on this thread. */
+    std::optional<std::string> update(std::string_view key, const detail::UpdateFn &fn,
+                                      std::optional<std::chrono::milliseconds> timeout = std::nullopt) const {
+        detail::Updater updater{&fn, nullptr};
         statestore_value *written = nullptr;
-        statestore_status status = statestore_lock_update(
-            handle_.get(), detail::bytes(key), key.size(), detail::limit(timeout),
-            [](void *user, const statestore_value *old, statestore_buffer *out) -> int32_t {
-                auto *c = static_cast<Call *>(user);
-                try {
-                    std::optional<std::string_view> before;
-                    if (old) before = std::string_view(reinterpret_cast<const char *>(old->data), old->len);
-                    std::optional<std::string> after = (*c->fn)(before);
-                    if (!after) return STATESTORE_UPDATE_DELETE;
-                    detail::check(statestore_buffer_set(out, detail::bytes(*after), after->size()));
-                    return STATESTORE_UPDATE_WRITE;
-                } catch (...) {
-                    c->error = std::current_exception();
-                    return STATESTORE_UPDATE_ABORT;
-                }
-            },
-            &call, &written);
+        statestore_status status = statestore_lock_update(handle_.get(), detail::bytes(key), key.size(),
+                                                          detail::limit(timeout), &detail::Updater::run,
+                                                          &updater, &written);
         std::unique_ptr<statestore_value, void (*)(statestore_value *)> owned(written, statestore_value_free);
-        if (call.error) std::rethrow_exception(call.error);
+        if (updater.error) std::rethrow_exception(updater.error);
         detail::check(status);
         if (!written) return std::nullopt;
         return detail::str(written->data, written->len);
+    }
+    /** update() without blocking: once the lock is held, `fn` runs on the library's
+     * dispatcher thread (it may block, delaying other callbacks), then `done` runs once on
+     * that thread with what was written (std::nullopt: the key was deleted) or the error
+     * (STATESTORE_ERR_CLOSED if the client closes first; `fn` then may not run at all). An
+     * exception thrown by `fn` writes nothing and reaches `done` as its Error: a
+     * statestore::Error as thrown, anything else as STATESTORE_ERR_CANCELLED with its
+     * message. */
+    void update_async(std::string_view key, detail::UpdateFn fn,
+                      std::function<void(Result<std::optional<std::string>>)> done,
+                      std::optional<std::chrono::milliseconds> timeout = std::nullopt) const {
+        if (!fn) throw Error(STATESTORE_ERR_INVALID_ARGUMENT, "update function is empty");
+        detail::start<std::optional<std::string>>(std::move(done), [&](void *once) {
+            auto *call = new AsyncUpdate{std::move(fn), {}, once};
+            call->updater.fn = &call->fn;
+            statestore_status status = statestore_lock_update_async(
+                handle_.get(), detail::bytes(key), key.size(), detail::limit(timeout), &AsyncUpdate::run,
+                &AsyncUpdate::complete, call);
+            if (status != STATESTORE_OK) delete call;
+            return status;
+        });
     }
     /** Who holds the lock now (a generated holder name), read from the service. */
     std::optional<std::string> holder() const {
@@ -494,6 +539,27 @@ private:
         if (g) guard.emplace(LockGuard(g));
         detail::Once<LockGuard>::complete(user, status, message, std::move(guard));
     }
+    /** The user data of an update_async(): the function, its exception, the completion. */
+    struct AsyncUpdate {
+        detail::UpdateFn fn;
+        detail::Updater updater;
+        void *once;  // a detail::Once<std::optional<std::string>>
+        static int32_t run(void *user, const statestore_value *old, statestore_buffer *out) noexcept {
+            return detail::Updater::run(&static_cast<AsyncUpdate *>(user)->updater, old, out);
+        }
+        static void complete(void *user, statestore_status status, const char *message,
+                             const statestore_value *written) noexcept {
+            std::unique_ptr<AsyncUpdate> self(static_cast<AsyncUpdate *>(user));
+            using Once = detail::Once<std::optional<std::string>>;
+            if (self->updater.error) {
+                Once::fail(self->once, detail::error_of(self->updater.error));
+            } else {
+                std::optional<std::string> value;
+                if (written) value = detail::str(written->data, written->len);
+                Once::complete(self->once, status, message, std::optional<std::optional<std::string>>(value));
+            }
+        }
+    };
     detail::Handle<statestore_lock, statestore_lock_free> handle_;
 };
 

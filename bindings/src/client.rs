@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-use statestore_core::bindings::{Canceller, ErrorInfo, Pending};
+use statestore_core::bindings::{Canceller, Pending};
 use statestore_core::runtime;
 use statestore_core::{
     Client, ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, Error, Result,
@@ -20,8 +20,9 @@ use statestore_core::{
 };
 
 use crate::options::{statestore_options, OPTIONS};
+use crate::reply::{Call, Reply, ToC};
 use crate::status::{c_string, entry, statestore_status};
-use crate::util::{self, c_ptr, null, put, Handles, UserData};
+use crate::util::{self, c_ptr, put, Handles};
 
 /// A connection to the state store. Create it with `statestore_connect()` or
 /// `statestore_connect_async()`, close it with `statestore_close()`, free it with
@@ -121,29 +122,6 @@ pub(crate) fn run_callback(call: impl FnOnce()) {
     let outer = IN_CALLBACK.with(|c| c.replace(true));
     let _ = catch_unwind(AssertUnwindSafe(call));
     IN_CALLBACK.with(|c| c.set(outer));
-}
-
-/// Calls `call` with the status, the message (NULL on success) and the value.
-pub(crate) fn deliver<T>(
-    result: Result<T>,
-    call: impl FnOnce(statestore_status, *const c_char, Option<&T>),
-) {
-    match result {
-        Ok(value) => call(
-            statestore_status::STATESTORE_OK,
-            std::ptr::null(),
-            Some(&value),
-        ),
-        Err(error) => {
-            let info = ErrorInfo::from(&error);
-            let message = c_string(info.message);
-            call(
-                statestore_status::from_code(info.code),
-                message.as_ptr(),
-                None,
-            )
-        }
-    }
 }
 
 impl ClientState {
@@ -290,6 +268,11 @@ fn options_of(options: *const statestore_options) -> Result<ConnectOptions> {
     Ok(options)
 }
 
+fn connect_op(options: *const statestore_options) -> Result<Call<Client, *mut statestore_client>> {
+    let options = options_of(options)?;
+    Ok(Call::detached(Client::connect(options), new_client))
+}
+
 /// Connects to the broker with `options` (not consumed: free it when convenient) and waits
 /// until the connection is up or the options' default timeout passes. On success `*client`
 /// is a new client (free it with `statestore_client_free()`); on failure it is NULL.
@@ -301,13 +284,7 @@ pub unsafe extern "C" fn statestore_connect(
     options: *const statestore_options,
     client: *mut *mut statestore_client,
 ) -> statestore_status {
-    entry(|| {
-        unsafe { util::out_ptr(client, "client") }?;
-        let options = options_of(options)?;
-        let connected = Pending::spawn(Client::connect(options)).wait()?;
-        unsafe { client.write(new_client(connected)) };
-        Ok(())
-    })
+    unsafe { Reply::required(client, "client") }.run(|| connect_op(options))
 }
 
 /// Completion of `statestore_connect_async()`: on success `client` is a new client that the
@@ -333,25 +310,7 @@ pub unsafe extern "C" fn statestore_connect_async(
     callback: statestore_connect_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let callback = callback.ok_or_else(|| null("callback"))?;
-        let options = options_of(options)?;
-        let user = UserData(user_data);
-        Pending::spawn(Client::connect(options)).on_complete(move |result| {
-            let user = user;
-            run_callback(|| {
-                deliver(result.map(new_client), |status, message, client| unsafe {
-                    callback(
-                        user.0,
-                        status,
-                        message,
-                        client.copied().unwrap_or(std::ptr::null_mut()),
-                    )
-                })
-            })
-        });
-        Ok(())
-    })
+    Reply::callback(callback, user_data).run(|| connect_op(options))
 }
 
 /// Closes the client: the connection ends, every pending call (blocking or async, of the
@@ -702,52 +661,71 @@ unsafe fn delete_options(options: *const statestore_delete_options) -> Result<De
 }
 
 // ---------------------------------------------------------------------------------------
-// Operations: each prepares a future from C arguments; the blocking form waits for it, the
-// `_async` form hands its result to a callback.
-
-type Op<T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send>>;
+// Operations: each turns C arguments into a `Call` once; its blocking entry point waits for
+// the result, its `_async` twin hands the result to a callback (`crate::reply`).
 
 unsafe fn set_op(
-    state: &ClientState,
+    client: *const statestore_client,
     key: *const u8,
     key_len: usize,
     value: *const u8,
     value_len: usize,
     options: *const statestore_set_options,
-) -> Result<Op<SetResult>> {
+) -> Result<Call<SetResult, OwnedSetResult>> {
+    let state = CLIENTS.get(client, "client")?;
     let key = unsafe { util::key(key, key_len, "key") }?;
     let value = unsafe { util::bytes(value, value_len, "value") }?;
     let options = unsafe { set_options(options) }?;
     let client = state.client.clone();
-    Ok(Box::pin(
+    Ok(Call::new(
+        &state,
         async move { client.set(key, value, options).await },
+        |outcome| owned_set_result(&outcome),
     ))
 }
 
+/// A call of the client with one key-like argument (`name`, for the message if refused).
+pub(crate) unsafe fn key_op<T, R, F>(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+    name: &str,
+    op: impl FnOnce(Client, Bytes) -> F,
+    convert: impl FnOnce(T) -> R + Send + 'static,
+) -> Result<Call<T, R>>
+where
+    T: Send + 'static,
+    R: ToC + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    let state = CLIENTS.get(client, "client")?;
+    let key = unsafe { util::key(key, key_len, name) }?;
+    Ok(Call::new(&state, op(state.client.clone(), key), convert))
+}
+
 unsafe fn get_op(
-    state: &ClientState,
+    client: *const statestore_client,
     key: *const u8,
     key_len: usize,
     timeout_ms: i64,
-) -> Result<Op<Option<Value>>> {
-    let key = unsafe { util::key(key, key_len, "key") }?;
-    let client = state.client.clone();
-    let timeout = match u64::try_from(timeout_ms) {
-        Ok(ms) => Some(Duration::from_millis(ms)),
-        Err(_) => None,
-    };
-    Ok(Box::pin(async move {
-        client.get_with_timeout(key, timeout).await
-    }))
+) -> Result<Call<Option<Value>, Option<OwnedValue>>> {
+    let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
+    let get = move |client: Client, key| async move { client.get_with_timeout(key, timeout).await };
+    unsafe {
+        key_op(client, key, key_len, "key", get, |found| {
+            found.as_ref().map(owned_value)
+        })
+    }
 }
 
 unsafe fn delete_op(
-    state: &ClientState,
+    client: *const statestore_client,
     key: *const u8,
     key_len: usize,
     value: Option<(*const u8, usize)>,
     options: *const statestore_delete_options,
-) -> Result<Op<DeleteResult>> {
+) -> Result<Call<DeleteResult, OwnedDeleteResult>> {
+    let state = CLIENTS.get(client, "client")?;
     let key = unsafe { util::key(key, key_len, "key") }?;
     let value = match value {
         Some((data, len)) => Some(unsafe { util::bytes(data, len, "value") }?),
@@ -755,18 +733,29 @@ unsafe fn delete_op(
     };
     let options = unsafe { delete_options(options) }?;
     let client = state.client.clone();
-    Ok(Box::pin(async move {
-        match value {
-            Some(value) => client.vdel(key, value, options).await,
-            None => client.delete(key, options).await,
-        }
-    }))
+    Ok(Call::new(
+        &state,
+        async move {
+            match value {
+                Some(value) => client.vdel(key, value, options).await,
+                None => client.delete(key, options).await,
+            }
+        },
+        |outcome| owned_delete_result(&outcome),
+    ))
 }
 
-unsafe fn keys_op(state: &ClientState, pattern: *const u8, len: usize) -> Result<Op<Vec<Bytes>>> {
-    let pattern = unsafe { util::key(pattern, len, "pattern") }?;
-    let client = state.client.clone();
-    Ok(Box::pin(async move { client.keys_all(pattern).await }))
+unsafe fn keys_op(
+    client: *const statestore_client,
+    pattern: *const u8,
+    len: usize,
+) -> Result<Call<Vec<Bytes>, OwnedKeyList>> {
+    let keys = |client: Client, pattern| async move { client.keys_all(pattern).await };
+    unsafe {
+        key_op(client, pattern, len, "pattern", keys, |found| {
+            owned_key_list(&found)
+        })
+    }
 }
 
 /// Sets `key` to `value`. `options` may be NULL (defaults). `*result` (if `result` is not
@@ -785,18 +774,8 @@ pub unsafe extern "C" fn statestore_set(
     options: *const statestore_set_options,
     result: *mut *mut statestore_set_result,
 ) -> statestore_status {
-    entry(|| {
-        if !result.is_null() {
-            unsafe { result.write(std::ptr::null_mut()) };
-        }
-        let state = CLIENTS.get(client, "client")?;
-        let op = unsafe { set_op(&state, key, key_len, value, value_len, options) }?;
-        let outcome = state.call(op)?;
-        if !result.is_null() {
-            unsafe { result.write(owned_set_result(&outcome).into_raw()) };
-        }
-        Ok(())
-    })
+    unsafe { Reply::optional(result) }
+        .run(|| unsafe { set_op(client, key, key_len, value, value_len, options) })
 }
 
 /// Completion of `statestore_set_async()`: `result` is borrowed for the callback (NULL on
@@ -825,23 +804,8 @@ pub unsafe extern "C" fn statestore_set_async(
     callback: statestore_set_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let callback = callback.ok_or_else(|| null("callback"))?;
-        let state = CLIENTS.get(client, "client")?;
-        let op = unsafe { set_op(&state, key, key_len, value, value_len, options) }?;
-        let user = UserData(user_data);
-        state.call_async(op, move |result| {
-            let user = user;
-            deliver(result, |status, message, outcome| {
-                let owned = outcome.map(owned_set_result);
-                let view = owned
-                    .as_ref()
-                    .map_or(std::ptr::null(), |o| &o.view as *const _);
-                unsafe { callback(user.0, status, message, view) }
-            })
-        });
-        Ok(())
-    })
+    Reply::callback(callback, user_data)
+        .run(|| unsafe { set_op(client, key, key_len, value, value_len, options) })
 }
 
 /// Reads `key`. `*value` is the value (free it with `statestore_value_free()`) or NULL if the
@@ -858,15 +822,8 @@ pub unsafe extern "C" fn statestore_get(
     timeout_ms: i64,
     value: *mut *mut statestore_value,
 ) -> statestore_status {
-    entry(|| {
-        unsafe { util::out_ptr(value, "value") }?;
-        let state = CLIENTS.get(client, "client")?;
-        let op = unsafe { get_op(&state, key, key_len, timeout_ms) }?;
-        if let Some(found) = state.call(op)? {
-            unsafe { value.write(owned_value(&found).into_raw()) };
-        }
-        Ok(())
-    })
+    unsafe { Reply::required(value, "value") }
+        .run(|| unsafe { get_op(client, key, key_len, timeout_ms) })
 }
 
 /// Completion of `statestore_get_async()`: `value` is borrowed for the callback; NULL when
@@ -893,23 +850,7 @@ pub unsafe extern "C" fn statestore_get_async(
     callback: statestore_get_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let callback = callback.ok_or_else(|| null("callback"))?;
-        let state = CLIENTS.get(client, "client")?;
-        let op = unsafe { get_op(&state, key, key_len, timeout_ms) }?;
-        let user = UserData(user_data);
-        state.call_async(op, move |result| {
-            let user = user;
-            deliver(result, |status, message, found| {
-                let owned = found.and_then(|v| v.as_ref()).map(owned_value);
-                let view = owned
-                    .as_ref()
-                    .map_or(std::ptr::null(), |o| &o.view as *const _);
-                unsafe { callback(user.0, status, message, view) }
-            })
-        });
-        Ok(())
-    })
+    Reply::callback(callback, user_data).run(|| unsafe { get_op(client, key, key_len, timeout_ms) })
 }
 
 /// Deletes `key` (DEL). `options` may be NULL; `*result` (if `result` is not NULL) receives
@@ -925,7 +866,8 @@ pub unsafe extern "C" fn statestore_delete(
     options: *const statestore_delete_options,
     result: *mut *mut statestore_delete_result,
 ) -> statestore_status {
-    unsafe { delete_blocking(client, key, key_len, None, options, result) }
+    unsafe { Reply::optional(result) }
+        .run(|| unsafe { delete_op(client, key, key_len, None, options) })
 }
 
 /// Deletes `key` only if it holds `value` (VDEL); otherwise the outcome is
@@ -943,38 +885,9 @@ pub unsafe extern "C" fn statestore_vdel(
     options: *const statestore_delete_options,
     result: *mut *mut statestore_delete_result,
 ) -> statestore_status {
-    unsafe {
-        delete_blocking(
-            client,
-            key,
-            key_len,
-            Some((value, value_len)),
-            options,
-            result,
-        )
-    }
-}
-
-unsafe fn delete_blocking(
-    client: *const statestore_client,
-    key: *const u8,
-    key_len: usize,
-    value: Option<(*const u8, usize)>,
-    options: *const statestore_delete_options,
-    result: *mut *mut statestore_delete_result,
-) -> statestore_status {
-    entry(|| {
-        if !result.is_null() {
-            unsafe { result.write(std::ptr::null_mut()) };
-        }
-        let state = CLIENTS.get(client, "client")?;
-        let op = unsafe { delete_op(&state, key, key_len, value, options) }?;
-        let outcome = state.call(op)?;
-        if !result.is_null() {
-            unsafe { result.write(owned_delete_result(&outcome).into_raw()) };
-        }
-        Ok(())
-    })
+    let value = Some((value, value_len));
+    unsafe { Reply::optional(result) }
+        .run(|| unsafe { delete_op(client, key, key_len, value, options) })
 }
 
 /// Completion of `statestore_delete_async()` and `statestore_vdel_async()`: `result` is
@@ -1001,7 +914,8 @@ pub unsafe extern "C" fn statestore_delete_async(
     callback: statestore_delete_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    unsafe { delete_async(client, key, key_len, None, options, callback, user_data) }
+    Reply::callback(callback, user_data)
+        .run(|| unsafe { delete_op(client, key, key_len, None, options) })
 }
 
 /// `statestore_vdel()` without blocking.
@@ -1019,45 +933,9 @@ pub unsafe extern "C" fn statestore_vdel_async(
     callback: statestore_delete_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    unsafe {
-        delete_async(
-            client,
-            key,
-            key_len,
-            Some((value, value_len)),
-            options,
-            callback,
-            user_data,
-        )
-    }
-}
-
-unsafe fn delete_async(
-    client: *const statestore_client,
-    key: *const u8,
-    key_len: usize,
-    value: Option<(*const u8, usize)>,
-    options: *const statestore_delete_options,
-    callback: statestore_delete_cb,
-    user_data: *mut c_void,
-) -> statestore_status {
-    entry(|| {
-        let callback = callback.ok_or_else(|| null("callback"))?;
-        let state = CLIENTS.get(client, "client")?;
-        let op = unsafe { delete_op(&state, key, key_len, value, options) }?;
-        let user = UserData(user_data);
-        state.call_async(op, move |result| {
-            let user = user;
-            deliver(result, |status, message, outcome| {
-                let owned = outcome.map(owned_delete_result);
-                let view = owned
-                    .as_ref()
-                    .map_or(std::ptr::null(), |o| &o.view as *const _);
-                unsafe { callback(user.0, status, message, view) }
-            })
-        });
-        Ok(())
-    })
+    let value = Some((value, value_len));
+    Reply::callback(callback, user_data)
+        .run(|| unsafe { delete_op(client, key, key_len, value, options) })
 }
 
 /// Lists the keys matching `pattern` (glob: `*` any run, `?` one byte, `[...]` a set, `\`
@@ -1072,14 +950,8 @@ pub unsafe extern "C" fn statestore_keys(
     pattern_len: usize,
     keys: *mut *mut statestore_key_list,
 ) -> statestore_status {
-    entry(|| {
-        unsafe { util::out_ptr(keys, "keys") }?;
-        let state = CLIENTS.get(client, "client")?;
-        let op = unsafe { keys_op(&state, pattern, pattern_len) }?;
-        let found = state.call(op)?;
-        unsafe { keys.write(owned_key_list(&found).into_raw()) };
-        Ok(())
-    })
+    unsafe { Reply::required(keys, "keys") }
+        .run(|| unsafe { keys_op(client, pattern, pattern_len) })
 }
 
 /// Completion of `statestore_keys_async()`: `keys` is borrowed for the callback (NULL on
@@ -1105,48 +977,10 @@ pub unsafe extern "C" fn statestore_keys_async(
     callback: statestore_keys_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let callback = callback.ok_or_else(|| null("callback"))?;
-        let state = CLIENTS.get(client, "client")?;
-        let op = unsafe { keys_op(&state, pattern, pattern_len) }?;
-        let user = UserData(user_data);
-        state.call_async(op, move |result| {
-            let user = user;
-            deliver(result, |status, message, found| {
-                let owned = found.map(|k| owned_key_list(k));
-                let view = owned
-                    .as_ref()
-                    .map_or(std::ptr::null(), |o| &o.view as *const _);
-                unsafe { callback(user.0, status, message, view) }
-            })
-        });
-        Ok(())
-    })
+    Reply::callback(callback, user_data).run(|| unsafe { keys_op(client, pattern, pattern_len) })
 }
 
 /// Completion of calls that return nothing but a status (`message` NULL on success).
 pub type statestore_done_cb = Option<
     unsafe extern "C" fn(user_data: *mut c_void, status: statestore_status, message: *const c_char),
 >;
-
-/// Runs `op` asynchronously and reports only its status to `callback`.
-pub(crate) fn done_async<T, F>(
-    state: &Arc<ClientState>,
-    op: F,
-    callback: statestore_done_cb,
-    user_data: *mut c_void,
-) -> Result<()>
-where
-    T: Send + 'static,
-    F: Future<Output = Result<T>> + Send + 'static,
-{
-    let callback = callback.ok_or_else(|| null("callback"))?;
-    let user = UserData(user_data);
-    state.call_async(op, move |result| {
-        let user = user;
-        deliver(result, |status, message, _| unsafe {
-            callback(user.0, status, message)
-        })
-    });
-    Ok(())
-}

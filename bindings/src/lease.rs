@@ -1,6 +1,7 @@
 //! Locks (with guards and `update`), leases and leader elections.
 
 use std::ffi::{c_char, c_void, CString};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,10 +11,11 @@ use statestore_core::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, U
 use statestore_core::{Error, Hlc, Result};
 
 use crate::client::{
-    deliver, done_async, statestore_client, statestore_done_cb, statestore_value, value_of,
-    ClientState, CLIENTS,
+    statestore_client, statestore_done_cb, statestore_value, value_of, ClientState, OwnedValue,
+    CLIENTS,
 };
 use crate::observe::{new_observation, statestore_observation};
+use crate::reply::{Call, Reply};
 use crate::status::{c_string, entry, statestore_status};
 use crate::util::{self, null, put, Handles, UserData};
 
@@ -91,8 +93,12 @@ pub type statestore_guard_cb = Option<
     ),
 >;
 
+fn token_text(token: &Hlc) -> CString {
+    c_string(token.to_string())
+}
+
 fn token_string(token: &Hlc) -> *mut c_char {
-    c_string(token.to_string()).into_raw()
+    token_text(token).into_raw()
 }
 
 /// `timeout_ms` < 0: no limit.
@@ -189,6 +195,19 @@ async fn acquire(lock: Lock, timeout: Option<Duration>) -> Result<LockGuard> {
     }
 }
 
+fn acquire_op(
+    lock: *const statestore_lock,
+    timeout_ms: i64,
+) -> Result<Call<LockGuard, *mut statestore_lock_guard>> {
+    let (client, lock) = lock_of(lock)?;
+    let owner = client.clone();
+    Ok(Call::new(
+        &client,
+        acquire(lock, limit(timeout_ms)),
+        move |held| new_guard(&owner, held),
+    ))
+}
+
 /// Acquires the lock, waiting up to `timeout_ms` (< 0: no limit; 0: one attempt) while
 /// another holder has it: `STATESTORE_ERR_TIMEOUT` if it did not come free in time. On
 /// success `*guard` is the holding (free it with `statestore_lock_guard_free()`).
@@ -201,13 +220,7 @@ pub unsafe extern "C" fn statestore_lock_acquire(
     timeout_ms: i64,
     guard: *mut *mut statestore_lock_guard,
 ) -> statestore_status {
-    entry(|| {
-        unsafe { util::out_ptr(guard, "guard") }?;
-        let (client, lock) = lock_of(lock)?;
-        let held = client.call(acquire(lock, limit(timeout_ms)))?;
-        unsafe { guard.write(new_guard(&client, held)) };
-        Ok(())
-    })
+    unsafe { Reply::required(guard, "guard") }.run(|| acquire_op(lock, timeout_ms))
 }
 
 /// One attempt: `*guard` is the holding, or NULL if another holder has the lock (status OK).
@@ -219,13 +232,14 @@ pub unsafe extern "C" fn statestore_lock_try_acquire(
     lock: *const statestore_lock,
     guard: *mut *mut statestore_lock_guard,
 ) -> statestore_status {
-    entry(|| {
-        unsafe { util::out_ptr(guard, "guard") }?;
+    unsafe { Reply::required(guard, "guard") }.run(|| {
         let (client, lock) = lock_of(lock)?;
-        if let Some(held) = client.call(async move { lock.try_lock().await })? {
-            unsafe { guard.write(new_guard(&client, held)) };
-        }
-        Ok(())
+        let owner = client.clone();
+        Ok(Call::new(
+            &client,
+            async move { lock.try_lock().await },
+            move |held: Option<LockGuard>| held.map(|held| new_guard(&owner, held)),
+        ))
     })
 }
 
@@ -241,25 +255,7 @@ pub unsafe extern "C" fn statestore_lock_acquire_async(
     callback: statestore_guard_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let callback = callback.ok_or_else(|| null("callback"))?;
-        let (client, lock) = lock_of(lock)?;
-        let user = UserData(user_data);
-        let owner = client.clone();
-        client.call_async(acquire(lock, limit(timeout_ms)), move |result| {
-            let user = user;
-            let result = result.map(|held| new_guard(&owner, held));
-            deliver(result, |status, message, guard| unsafe {
-                callback(
-                    user.0,
-                    status,
-                    message,
-                    guard.copied().unwrap_or(std::ptr::null_mut()),
-                )
-            })
-        });
-        Ok(())
-    })
+    Reply::callback(callback, user_data).run(|| acquire_op(lock, timeout_ms))
 }
 
 /// What an update function decided.
@@ -270,7 +266,7 @@ pub enum statestore_update_action {
     STATESTORE_UPDATE_WRITE = 0,
     /// Delete the key.
     STATESTORE_UPDATE_DELETE = 1,
-    /// Write nothing; `statestore_lock_update()` returns `STATESTORE_ERR_CANCELLED`.
+    /// Write nothing; the update fails with `STATESTORE_ERR_CANCELLED`.
     STATESTORE_UPDATE_ABORT = 2,
 }
 
@@ -302,8 +298,9 @@ pub unsafe extern "C" fn statestore_buffer_set(
 }
 
 /// An update function: gets the key's current value (`old` NULL: the key does not exist;
-/// borrowed for the call) and returns a `statestore_update_action`. It runs on the calling
-/// thread, with the lock held.
+/// borrowed for the call) and returns a `statestore_update_action`. It runs with the lock
+/// held: for `statestore_lock_update()` on the calling thread, for
+/// `statestore_lock_update_async()` on the library's dispatcher thread.
 pub type statestore_update_fn = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,
@@ -311,6 +308,106 @@ pub type statestore_update_fn = Option<
         out: *mut statestore_buffer,
     ) -> i32,
 >;
+
+type UpdateFn =
+    unsafe extern "C" fn(*mut c_void, *const statestore_value, *mut statestore_buffer) -> i32;
+
+/// The first phase of an update (acquire the lock, read the key), from the C arguments.
+unsafe fn begin_update_op(
+    lock: *const statestore_lock,
+    key: *const u8,
+    key_len: usize,
+    timeout_ms: i64,
+) -> Result<(
+    Arc<ClientState>,
+    impl Future<Output = Result<UpdateTxn>> + Send + 'static,
+)> {
+    let key = unsafe { util::key(key, key_len, "key") }?;
+    let (client, mut lock) = lock_of(lock)?;
+    if let Some(timeout) = limit(timeout_ms) {
+        lock = lock.timeout(timeout);
+    }
+    Ok((client, async move { lock.begin_update(key).await }))
+}
+
+/// Both forms of the update: the first phase (`begin`) as a call of its own, then the update
+/// function and the second phase (`decide`).
+fn lock_update<F>(
+    reply: Reply<Option<OwnedValue>>,
+    update: statestore_update_fn,
+    user_data: *mut c_void,
+    begin: impl FnOnce() -> Result<(Arc<ClientState>, F)>,
+) -> statestore_status
+where
+    F: Future<Output = Result<UpdateTxn>> + Send + 'static,
+{
+    entry(|| {
+        let reply = reply.accepted()?;
+        let update = update.ok_or_else(|| null("update"))?;
+        let (client, begin) = begin()?;
+        let user = UserData(user_data);
+        match reply {
+            Reply::Call(callback) => {
+                let owner = client.clone();
+                // The first phase's completion runs on the dispatcher, like any callback:
+                // the update function may block there without stalling the runtime.
+                client.call_async(begin, move |txn| match txn {
+                    Ok(txn) => decide(&owner, update, user, txn).spawn(callback),
+                    Err(error) => callback.deliver::<Option<OwnedValue>>(Err(error)),
+                });
+                Ok(())
+            }
+            reply => {
+                let txn = client.call(begin)?;
+                decide(&client, update, user, txn).finish(reply)
+            }
+        }
+    })
+}
+
+/// Calls the update function with the key's old value (on the calling thread) and makes the
+/// second phase of the update from its answer: write or delete with the fencing token, or
+/// release the lock without writing.
+fn decide(
+    client: &Arc<ClientState>,
+    update: UpdateFn,
+    user: UserData,
+    txn: UpdateTxn,
+) -> Call<Option<Bytes>, Option<OwnedValue>> {
+    let old = txn.old_value().map(|v| value_of(v.clone(), None::<&Hlc>));
+    let old_view = old
+        .as_ref()
+        .map_or(std::ptr::null(), |o| &o.view as *const _);
+    let mut buffer = Bytes::new();
+    let action = unsafe {
+        update(
+            user.get(),
+            old_view,
+            (&mut buffer as *mut Bytes).cast::<statestore_buffer>(),
+        )
+    };
+    let decision = match action {
+        0 => Ok(Some(buffer)),
+        1 => Ok(None),
+        2 => Err(Error::Cancelled),
+        other => Err(Error::InvalidArgument(format!(
+            "the update function returned {other}, not a statestore_update_action"
+        ))),
+    };
+    Call::new(
+        client,
+        async move {
+            match decision {
+                Ok(new_value) => txn.commit(new_value).await,
+                Err(error) => {
+                    txn.abort().await?;
+                    Err(error)
+                }
+            }
+        },
+        |written| written.map(|value| value_of(value, None)),
+    )
+}
 
 /// Updates `key` under the lock: acquires it (waiting up to `timeout_ms`, < 0: no limit),
 /// reads `key`, calls `update`, writes its result with the lock's fencing token (or deletes,
@@ -333,48 +430,49 @@ pub unsafe extern "C" fn statestore_lock_update(
     user_data: *mut c_void,
     written: *mut *mut statestore_value,
 ) -> statestore_status {
-    entry(|| {
-        if !written.is_null() {
-            unsafe { written.write(std::ptr::null_mut()) };
-        }
-        let update = update.ok_or_else(|| null("update"))?;
-        let key = unsafe { util::key(key, key_len, "key") }?;
-        let (client, mut lock) = lock_of(lock)?;
-        if let Some(timeout) = limit(timeout_ms) {
-            lock = lock.timeout(timeout);
-        }
-        let txn: UpdateTxn = client.call(async move { lock.begin_update(key).await })?;
-        let old = txn.old_value().map(|v| value_of(v.clone(), None::<&Hlc>));
-        let mut buffer = Bytes::new();
-        let old_view = old
-            .as_ref()
-            .map_or(std::ptr::null(), |o| &o.view as *const _);
-        let action = unsafe {
-            update(
-                user_data,
-                old_view,
-                (&mut buffer as *mut Bytes).cast::<statestore_buffer>(),
-            )
-        };
-        let new_value = match action {
-            0 => Some(buffer),
-            1 => None,
-            2 => {
-                client.call(async move { txn.abort().await })?;
-                return Err(Error::Cancelled);
-            }
-            other => {
-                client.call(async move { txn.abort().await })?;
-                return Err(Error::InvalidArgument(format!(
-                    "the update function returned {other}, not a statestore_update_action"
-                )));
-            }
-        };
-        let value = client.call(async move { txn.commit(new_value).await })?;
-        if let (Some(value), false) = (value, written.is_null()) {
-            unsafe { written.write(value_of(value, None).into_raw()) };
-        }
-        Ok(())
+    let reply = unsafe { Reply::optional(written) };
+    lock_update(reply, update, user_data, || unsafe {
+        begin_update_op(lock, key, key_len, timeout_ms)
+    })
+}
+
+/// Completion of `statestore_lock_update_async()`: `written` is the value written, borrowed
+/// for the callback; NULL when the update deleted the key, or on failure.
+pub type statestore_update_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        written: *const statestore_value,
+    ),
+>;
+
+/// `statestore_lock_update()` without blocking. Once the lock is held and `key` read, `update`
+/// runs on the library's dispatcher thread (the thread of the callbacks, one at a time: it
+/// may call blocking functions of this library, and delays the other callbacks while it
+/// runs); then `callback` runs exactly once, on that thread too, with the outcome: the value
+/// written (`STATESTORE_OK`), `STATESTORE_ERR_CANCELLED` if `update` returned
+/// `STATESTORE_UPDATE_ABORT`, `STATESTORE_ERR_NOT_HELD` or a fencing error if the lock was
+/// lost before the write, `STATESTORE_ERR_CLOSED` if the client closed first. Both get
+/// `user_data`. `update` runs at most once, always before `callback`, and not at all when
+/// the lock could not be taken (or the client closed while waiting for it).
+///
+/// # Safety
+/// `key` valid for `key_len` bytes; `update` and `callback` safe to call from another thread
+/// with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_lock_update_async(
+    lock: *const statestore_lock,
+    key: *const u8,
+    key_len: usize,
+    timeout_ms: i64,
+    update: statestore_update_fn,
+    callback: statestore_update_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    let reply = Reply::callback(callback, user_data);
+    lock_update(reply, update, user_data, || unsafe {
+        begin_update_op(lock, key, key_len, timeout_ms)
     })
 }
 
@@ -388,11 +486,9 @@ pub unsafe extern "C" fn statestore_lock_holder(
     lock: *const statestore_lock,
     holder: *mut *mut statestore_value,
 ) -> statestore_status {
-    entry(|| {
-        unsafe { util::out_ptr(holder, "holder") }?;
+    unsafe { Reply::required(holder, "holder") }.run(|| {
         let (client, lock) = lock_of(lock)?;
-        let found = client.call(async move { lock.holder().await })?;
-        holder_out(found, holder)
+        Ok(holder_call(&client, async move { lock.holder().await }))
     })
 }
 
@@ -463,6 +559,11 @@ fn take_guard(guard: *const statestore_lock_guard) -> Result<(Arc<ClientState>, 
     Ok((state.client.clone(), held))
 }
 
+fn release_op(guard: *const statestore_lock_guard) -> Result<Call<(), ()>> {
+    let (client, held) = take_guard(guard)?;
+    Ok(Call::status(&client, async move { held.release().await }))
+}
+
 /// Releases the lock and waits for the service's answer. The guard must still be freed.
 ///
 /// # Safety
@@ -471,10 +572,7 @@ fn take_guard(guard: *const statestore_lock_guard) -> Result<(Arc<ClientState>, 
 pub unsafe extern "C" fn statestore_lock_guard_release(
     guard: *const statestore_lock_guard,
 ) -> statestore_status {
-    entry(|| {
-        let (client, held) = take_guard(guard)?;
-        client.call(async move { held.release().await })
-    })
+    Reply::status_only().run(|| release_op(guard))
 }
 
 /// `statestore_lock_guard_release()` without blocking.
@@ -487,18 +585,7 @@ pub unsafe extern "C" fn statestore_lock_guard_release_async(
     callback: statestore_done_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        if callback.is_none() {
-            return Err(null("callback"));
-        }
-        let (client, held) = take_guard(guard)?;
-        done_async(
-            &client,
-            async move { held.release().await },
-            callback,
-            user_data,
-        )
-    })
+    Reply::status(callback, user_data).run(|| release_op(guard))
 }
 
 /// Frees a guard, releasing the lock in the background if it is still held (release it
@@ -578,6 +665,16 @@ async fn acquire_lease(lease: Lease, ttl: Duration, timeout: Option<Duration>) -
     }
 }
 
+fn lease_acquire_op(
+    lease: *const statestore_lease,
+    ttl_ms: u64,
+    timeout_ms: i64,
+) -> Result<Call<Hlc, CString>> {
+    let (client, lease) = lease_of(lease)?;
+    let future = acquire_lease(lease, ttl(ttl_ms)?, limit(timeout_ms));
+    Ok(Call::new(&client, future, |token| token_text(&token)))
+}
+
 /// Acquires the lease for `ttl_ms`, waiting up to `timeout_ms` (< 0: no limit; 0: one
 /// attempt). `*fencing_token` (if not NULL) receives the token; free it with
 /// `statestore_string_free()`.
@@ -591,40 +688,7 @@ pub unsafe extern "C" fn statestore_lease_acquire(
     timeout_ms: i64,
     fencing_token: *mut *mut c_char,
 ) -> statestore_status {
-    entry(|| {
-        if !fencing_token.is_null() {
-            unsafe { fencing_token.write(std::ptr::null_mut()) };
-        }
-        let (client, lease) = lease_of(lease)?;
-        let token = client.call(acquire_lease(lease, ttl(ttl_ms)?, limit(timeout_ms)))?;
-        if !fencing_token.is_null() {
-            unsafe { fencing_token.write(token_string(&token)) };
-        }
-        Ok(())
-    })
-}
-
-/// Reports a token result to a `statestore_token_cb`.
-fn token_async<F>(
-    client: &Arc<ClientState>,
-    op: F,
-    callback: statestore_token_cb,
-    user_data: *mut c_void,
-) -> Result<()>
-where
-    F: std::future::Future<Output = Result<Hlc>> + Send + 'static,
-{
-    let callback = callback.ok_or_else(|| null("callback"))?;
-    let user = UserData(user_data);
-    client.call_async(op, move |result| {
-        let user = user;
-        deliver(result, |status, message, token| {
-            let text = token.map(|t| c_string(t.to_string()));
-            let pointer = text.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
-            unsafe { callback(user.0, status, message, pointer) }
-        })
-    });
-    Ok(())
+    unsafe { Reply::optional(fencing_token) }.run(|| lease_acquire_op(lease, ttl_ms, timeout_ms))
 }
 
 /// `statestore_lease_acquire()` without blocking.
@@ -639,11 +703,7 @@ pub unsafe extern "C" fn statestore_lease_acquire_async(
     callback: statestore_token_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let (client, lease) = lease_of(lease)?;
-        let op = acquire_lease(lease, ttl(ttl_ms)?, limit(timeout_ms));
-        token_async(&client, op, callback, user_data)
-    })
+    Reply::callback(callback, user_data).run(|| lease_acquire_op(lease, ttl_ms, timeout_ms))
 }
 
 /// Writes an acquisition attempt's outcome through the optional out-parameters.
@@ -784,6 +844,15 @@ pub unsafe extern "C" fn statestore_lease_renew(
     })
 }
 
+fn lease_release_op(lease: *const statestore_lease) -> Result<Call<bool, bool>> {
+    let (client, lease) = lease_of(lease)?;
+    Ok(Call::new(
+        &client,
+        async move { lease.release().await },
+        |was_held| was_held,
+    ))
+}
+
 /// Releases the lease (deletes the key only if it holds this holder's name).
 /// `*released` (if not NULL) says whether it was held.
 ///
@@ -794,14 +863,7 @@ pub unsafe extern "C" fn statestore_lease_release(
     lease: *const statestore_lease,
     released: *mut bool,
 ) -> statestore_status {
-    entry(|| {
-        let (client, lease) = lease_of(lease)?;
-        let was_held = client.call(async move { lease.release().await })?;
-        if !released.is_null() {
-            unsafe { released.write(was_held) };
-        }
-        Ok(())
-    })
+    unsafe { Reply::optional(released) }.run(|| lease_release_op(lease))
 }
 
 /// `statestore_lease_release()` without blocking.
@@ -814,15 +876,7 @@ pub unsafe extern "C" fn statestore_lease_release_async(
     callback: statestore_done_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let (client, lease) = lease_of(lease)?;
-        done_async(
-            &client,
-            async move { lease.release().await },
-            callback,
-            user_data,
-        )
-    })
+    Reply::status(callback, user_data).run(|| lease_release_op(lease))
 }
 
 fn optional_token(token: Option<Hlc>, out: *mut *mut c_char) -> Result<()> {
@@ -863,11 +917,14 @@ pub unsafe extern "C" fn statestore_lease_is_held(
     entry(|| unsafe { put(held, "held", LEASES.get(lease, "lease")?.lease.is_held()) })
 }
 
-fn holder_out(holder: Option<Bytes>, out: *mut *mut statestore_value) -> Result<()> {
-    if let Some(name) = holder {
-        unsafe { out.write(value_of(name, None).into_raw()) };
-    }
-    Ok(())
+/// A read of who holds a key: a name as a value without version, NULL when nobody does.
+fn holder_call(
+    client: &Arc<ClientState>,
+    read: impl Future<Output = Result<Option<Bytes>>> + Send + 'static,
+) -> Call<Option<Bytes>, Option<OwnedValue>> {
+    Call::new(client, read, |holder| {
+        holder.map(|name| value_of(name, None))
+    })
 }
 
 /// Reads who holds the lease's key now: `*holder` is the holder's name (a value without
@@ -880,11 +937,9 @@ pub unsafe extern "C" fn statestore_lease_holder(
     lease: *const statestore_lease,
     holder: *mut *mut statestore_value,
 ) -> statestore_status {
-    entry(|| {
-        unsafe { util::out_ptr(holder, "holder") }?;
+    unsafe { Reply::required(holder, "holder") }.run(|| {
         let (client, lease) = lease_of(lease)?;
-        let found = client.call(async move { lease.holder().await })?;
-        holder_out(found, holder)
+        Ok(holder_call(&client, async move { lease.holder().await }))
     })
 }
 
@@ -968,6 +1023,15 @@ async fn campaign(election: Election, timeout: Option<Duration>) -> Result<Hlc> 
     }
 }
 
+fn campaign_op(
+    election: *const statestore_election,
+    timeout_ms: i64,
+) -> Result<Call<Hlc, CString>> {
+    let (client, election) = election_of(election)?;
+    let future = campaign(election, limit(timeout_ms));
+    Ok(Call::new(&client, future, |token| token_text(&token)))
+}
+
 /// Campaigns until elected, waiting up to `timeout_ms` (< 0: no limit; 0: one attempt).
 /// `*fencing_token` (if not NULL) receives the leadership's token (free with
 /// `statestore_string_free()`).
@@ -980,17 +1044,7 @@ pub unsafe extern "C" fn statestore_election_campaign(
     timeout_ms: i64,
     fencing_token: *mut *mut c_char,
 ) -> statestore_status {
-    entry(|| {
-        if !fencing_token.is_null() {
-            unsafe { fencing_token.write(std::ptr::null_mut()) };
-        }
-        let (client, election) = election_of(election)?;
-        let token = client.call(campaign(election, limit(timeout_ms)))?;
-        if !fencing_token.is_null() {
-            unsafe { fencing_token.write(token_string(&token)) };
-        }
-        Ok(())
-    })
+    unsafe { Reply::optional(fencing_token) }.run(|| campaign_op(election, timeout_ms))
 }
 
 /// `statestore_election_campaign()` without blocking.
@@ -1004,15 +1058,7 @@ pub unsafe extern "C" fn statestore_election_campaign_async(
     callback: statestore_token_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let (client, election) = election_of(election)?;
-        token_async(
-            &client,
-            campaign(election, limit(timeout_ms)),
-            callback,
-            user_data,
-        )
-    })
+    Reply::callback(callback, user_data).run(|| campaign_op(election, timeout_ms))
 }
 
 /// One attempt to become leader: as `statestore_lease_try_acquire()` (`*elected`, the
@@ -1036,6 +1082,14 @@ pub unsafe extern "C" fn statestore_election_try_campaign(
     })
 }
 
+fn resign_op(election: *const statestore_election) -> Result<Call<(), ()>> {
+    let (client, election) = election_of(election)?;
+    Ok(Call::status(
+        &client,
+        async move { election.resign().await },
+    ))
+}
+
 /// Gives up leadership (or stops being a candidate).
 ///
 /// # Safety
@@ -1044,10 +1098,7 @@ pub unsafe extern "C" fn statestore_election_try_campaign(
 pub unsafe extern "C" fn statestore_election_resign(
     election: *const statestore_election,
 ) -> statestore_status {
-    entry(|| {
-        let (client, election) = election_of(election)?;
-        client.call(async move { election.resign().await })
-    })
+    Reply::status_only().run(|| resign_op(election))
 }
 
 /// `statestore_election_resign()` without blocking.
@@ -1060,15 +1111,7 @@ pub unsafe extern "C" fn statestore_election_resign_async(
     callback: statestore_done_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let (client, election) = election_of(election)?;
-        done_async(
-            &client,
-            async move { election.resign().await },
-            callback,
-            user_data,
-        )
-    })
+    Reply::status(callback, user_data).run(|| resign_op(election))
 }
 
 /// Reads the current leader: `*leader` is its name (free with `statestore_value_free()`) or
@@ -1081,11 +1124,9 @@ pub unsafe extern "C" fn statestore_election_leader(
     election: *const statestore_election,
     leader: *mut *mut statestore_value,
 ) -> statestore_status {
-    entry(|| {
-        unsafe { util::out_ptr(leader, "leader") }?;
+    unsafe { Reply::required(leader, "leader") }.run(|| {
         let (client, election) = election_of(election)?;
-        let found = client.call(async move { election.leader().await })?;
-        holder_out(found, leader)
+        Ok(holder_call(&client, async move { election.leader().await }))
     })
 }
 

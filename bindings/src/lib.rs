@@ -13,6 +13,7 @@ mod lease;
 mod logs;
 mod observe;
 mod options;
+mod reply;
 mod status;
 mod util;
 

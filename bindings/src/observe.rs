@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use statestore_core::bindings::{Event, EventStream};
-use statestore_core::{Error, Result};
+use statestore_core::{Client, Error, Observation, Result};
 
-use crate::client::{
-    deliver, done_async, run_callback, statestore_client, statestore_done_cb, Owned, CLIENTS,
-};
+use crate::client::{key_op, run_callback, statestore_client, statestore_done_cb, Owned};
+use crate::reply::{Call, Reply};
 use crate::status::{c_string, entry, statestore_status};
 use crate::util::{self, c_ptr, null, Handles, UserData};
 
@@ -144,6 +143,25 @@ pub unsafe extern "C" fn statestore_event_free(event: *mut statestore_event) {
     unsafe { OwnedEvent::free(event) }
 }
 
+unsafe fn observe_op(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+) -> Result<Call<Observation, *mut statestore_observation>> {
+    let observe = |client: Client, key| async move { client.observe(key).await };
+    let convert = |observed| new_observation(EventStream::from_observation(observed));
+    unsafe { key_op(client, key, key_len, "key", observe, convert) }
+}
+
+unsafe fn unobserve_op(
+    client: *const statestore_client,
+    key: *const u8,
+    key_len: usize,
+) -> Result<Call<(), ()>> {
+    let unobserve = |client: Client, key| async move { client.unobserve(key).await };
+    unsafe { key_op(client, key, key_len, "key", unobserve, |()| ()) }
+}
+
 /// Starts observing `key` (KEYNOTIFY) and waits for the service to confirm. Free
 /// `*observation` with `statestore_observation_free()`.
 ///
@@ -156,15 +174,8 @@ pub unsafe extern "C" fn statestore_observe(
     key_len: usize,
     observation: *mut *mut statestore_observation,
 ) -> statestore_status {
-    entry(|| {
-        unsafe { util::out_ptr(observation, "observation") }?;
-        let state = CLIENTS.get(client, "client")?;
-        let key = unsafe { util::key(key, key_len, "key") }?;
-        let client = state.client.clone();
-        let observed = state.call(async move { client.observe(key).await })?;
-        unsafe { observation.write(new_observation(EventStream::from_observation(observed))) };
-        Ok(())
-    })
+    unsafe { Reply::required(observation, "observation") }
+        .run(|| unsafe { observe_op(client, key, key_len) })
 }
 
 /// Completion of `statestore_observe_async()`: on success the callback owns `observation`
@@ -190,26 +201,7 @@ pub unsafe extern "C" fn statestore_observe_async(
     callback: statestore_observe_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let callback = callback.ok_or_else(|| null("callback"))?;
-        let state = CLIENTS.get(client, "client")?;
-        let key = unsafe { util::key(key, key_len, "key") }?;
-        let client = state.client.clone();
-        let user = UserData(user_data);
-        state.call_async(async move { client.observe(key).await }, move |result| {
-            let user = user;
-            let result = result.map(|o| new_observation(EventStream::from_observation(o)));
-            deliver(result, |status, message, observation| unsafe {
-                callback(
-                    user.0,
-                    status,
-                    message,
-                    observation.copied().unwrap_or(std::ptr::null_mut()),
-                )
-            })
-        });
-        Ok(())
-    })
+    Reply::callback(callback, user_data).run(|| unsafe { observe_op(client, key, key_len) })
 }
 
 /// Stops every observation of `key` on this client (KEYNOTIFY STOP) and waits for the
@@ -224,12 +216,7 @@ pub unsafe extern "C" fn statestore_unobserve(
     key: *const u8,
     key_len: usize,
 ) -> statestore_status {
-    entry(|| {
-        let state = CLIENTS.get(client, "client")?;
-        let key = unsafe { util::key(key, key_len, "key") }?;
-        let client = state.client.clone();
-        state.call(async move { client.unobserve(key).await })
-    })
+    Reply::status_only().run(|| unsafe { unobserve_op(client, key, key_len) })
 }
 
 /// `statestore_unobserve()` without blocking.
@@ -244,17 +231,7 @@ pub unsafe extern "C" fn statestore_unobserve_async(
     callback: statestore_done_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    entry(|| {
-        let state = CLIENTS.get(client, "client")?;
-        let key = unsafe { util::key(key, key_len, "key") }?;
-        let client = state.client.clone();
-        done_async(
-            &state,
-            async move { client.unobserve(key).await },
-            callback,
-            user_data,
-        )
-    })
+    Reply::status(callback, user_data).run(|| unsafe { unobserve_op(client, key, key_len) })
 }
 
 /// Waits up to `timeout_ms` for the next event (`timeout_ms` < 0: without limit; 0: only
@@ -302,7 +279,7 @@ struct Sink {
 impl Drop for Sink {
     fn drop(&mut self) {
         let (callback, user) = (self.callback, self.user);
-        run_callback(|| unsafe { callback(user.0, std::ptr::null()) });
+        run_callback(|| unsafe { callback(user.get(), std::ptr::null()) });
     }
 }
 
@@ -337,7 +314,7 @@ fn set_sink(stream: &EventStream, sink: Sink) -> Result<()> {
     stream.set_sink(move |event| {
         let sink = &sink;
         let owned = owned_event(event);
-        run_callback(|| unsafe { (sink.callback)(sink.user.0, &owned.view) });
+        run_callback(|| unsafe { (sink.callback)(sink.user.get(), &owned.view) });
     });
     Ok(())
 }

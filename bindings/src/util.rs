@@ -193,3 +193,11 @@ pub(crate) struct UserData(pub(crate) *mut c_void);
 // a callback that runs on a library thread, that it may be used from there.
 unsafe impl Send for UserData {}
 unsafe impl Sync for UserData {}
+
+impl UserData {
+    /// The pointer. A closure that calls this captures the whole `UserData` (which is
+    /// `Send`), where naming the field would capture the bare pointer (which is not).
+    pub(crate) fn get(self) -> *mut c_void {
+        self.0
+    }
+}

@@ -589,6 +589,12 @@ static statestore_status lock_acquire(statestore_lock *lock, int64_t timeout, st
     return st;
 }
 
+/* The user data of an update: the value fn_const writes, and (async) the completion. */
+typedef struct {
+    bytes *value;
+    waiter w;
+} update_call;
+
 static int32_t fn_increment(void *u, const statestore_value *old, statestore_buffer *out) {
     (void)u;
     long n = 0;
@@ -605,7 +611,7 @@ static int32_t fn_increment(void *u, const statestore_value *old, statestore_buf
 
 static int32_t fn_const(void *u, const statestore_value *old, statestore_buffer *out) {
     (void)old;
-    bytes *b = u;
+    bytes *b = ((update_call *)u)->value;
     statestore_buffer_set(out, b->data, b->len);
     return STATESTORE_UPDATE_WRITE;
 }
@@ -623,6 +629,15 @@ static void add_text(cJSON *j, const char *name, const char *text) {
 
 static void add_value(cJSON *j, const char *name, const statestore_value *v) {
     cJSON_AddItemToObject(j, name, v ? json_bytes(v->data, v->len) : cJSON_CreateNull());
+}
+
+static void on_updated(void *u, statestore_status st, const char *m, const statestore_value *v) {
+    cJSON *j = NULL;
+    if (st == STATESTORE_OK) {
+        j = cJSON_CreateObject();
+        add_value(j, "written", v);
+    }
+    complete(&((update_call *)u)->w, st, m, j, NULL);
 }
 
 static const char *reason_name(int32_t r) {
@@ -824,11 +839,23 @@ static bool run_op(const char *op, const cJSON *step, outcome *o) {
         if (f == fn_const && !arg_bytes(step, op, "value", &value)) return false;
         statestore_lock *lock = NULL;
         statestore_value *written = NULL;
+        update_call uc = {.value = &value};
         statestore_status st = statestore_lock_new(c, name.data, name.len, (uint64_t)arg_int(step, "ttl_ms", 0), &lock);
-        if (st == STATESTORE_OK)
-            st = statestore_lock_update(lock, key.data, key.len, arg_int(step, "timeout_ms", -1), f, &value, &written);
-        set_status(o, st);
-        add_value(r, "written", written);
+        int64_t timeout = arg_int(step, "timeout_ms", -1);
+        if (st != STATESTORE_OK) {
+            set_status(o, st);
+            add_value(r, "written", NULL);
+        } else if (async_flavour) {
+            waiter_init(&uc.w);
+            st = wait_for(&uc.w, statestore_lock_update_async(lock, key.data, key.len, timeout, f, on_updated, &uc));
+            from_waiter(o, &uc.w, st);
+            cJSON *w = uc.w.result ? cJSON_DetachItemFromObjectCaseSensitive(uc.w.result, "written") : NULL;
+            cJSON_AddItemToObject(r, "written", w ? w : cJSON_CreateNull());
+            cJSON_Delete(uc.w.result);
+        } else {
+            set_status(o, statestore_lock_update(lock, key.data, key.len, timeout, f, &uc, &written));
+            add_value(r, "written", written);
+        }
         statestore_value_free(written);
         statestore_lock_free(lock);
         bytes_free(&name);

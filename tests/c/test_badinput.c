@@ -17,6 +17,17 @@ static int32_t noop_update(void *u, const statestore_value *old, statestore_buff
     return 7; /* not an action */
 }
 
+static void on_updated(void *u, statestore_status s, const char *m, const statestore_value *v) {
+    (void)u; (void)s; (void)m; (void)v;
+    CHECK(0); /* never called for rejected arguments */
+}
+
+static int32_t never_update(void *u, const statestore_value *old, statestore_buffer *out) {
+    (void)u; (void)old; (void)out;
+    CHECK(0); /* never called for rejected arguments */
+    return STATESTORE_UPDATE_ABORT;
+}
+
 static void on_log(void *u, int32_t level, const char *target, const char *message) {
     (void)u; (void)level; (void)target; (void)message;
 }
@@ -119,6 +130,14 @@ int main(void) {
     char upd[128];
     test_key(upd, sizeof upd, "bad-update");
     BAD(statestore_lock_update(lock, K(upd), 10000, noop_update, NULL, NULL));
+    BAD(statestore_lock_update_async(lock, K(upd), 1000, never_update, NULL, NULL));
+    names("callback");
+    BAD(statestore_lock_update_async(lock, K(upd), 1000, NULL, on_updated, NULL));
+    names("update");
+    BAD(statestore_lock_update_async(lock, NULL, 0, 1000, never_update, on_updated, NULL));
+    names("key");
+    BAD(statestore_lock_update_async(NULL, K(upd), 1000, never_update, on_updated, NULL));
+    names("lock");
     BAD(statestore_lock_guard_release(NULL));
     BAD(statestore_lock_guard_fencing_token(NULL, NULL));
     BAD(statestore_buffer_set(NULL, (const uint8_t *)"x", 1));
@@ -139,6 +158,8 @@ int main(void) {
     BAD(statestore_lock_free(lock));
     names("lock");
     BAD(statestore_lock_acquire(lock, 10, NULL));
+    BAD(statestore_lock_update_async(lock, K(k), 1000, never_update, on_updated, NULL));
+    names("lock");
 
     OK(statestore_client_free(client));
     BAD(statestore_client_free(client));

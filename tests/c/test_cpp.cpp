@@ -117,6 +117,46 @@ int main() {
             CHECK(std::string(e.what()) == "changed my mind");
         }
         CHECK(client.get(counter)->data == "9");
+        // update_async: 4 increments in flight at once, each run once on a library thread
+        {
+            std::atomic<int> done_count{0};
+            std::promise<void> all_done;
+            auto caller = std::this_thread::get_id();
+            std::atomic<bool> off_caller{true};
+            for (int i = 0; i < 4; i++) {
+                lock.update_async(counter, [&](std::optional<std::string_view> old) -> std::optional<std::string> {
+                    if (std::this_thread::get_id() == caller) off_caller = false;
+                    return std::to_string(std::stoi(std::string(*old)) + 1);
+                }, [&](statestore::Result<std::optional<std::string>> r) {
+                    CHECK(r.ok() && r.value());
+                    if (++done_count == 4) all_done.set_value();
+                }, 30s);
+            }
+            all_done.get_future().get();
+            CHECK(off_caller && done_count == 4);
+            CHECK(client.get(counter)->data == "13");
+        }
+        // an exception in an async update writes nothing and reaches the completion
+        {
+            std::promise<statestore::Result<std::optional<std::string>>> outcome;
+            lock.update_async(counter, [](std::optional<std::string_view>) -> std::optional<std::string> {
+                throw std::runtime_error("not now");
+            }, [&](statestore::Result<std::optional<std::string>> r) { outcome.set_value(std::move(r)); });
+            auto r = outcome.get_future().get();
+            CHECK(!r.ok() && r.error()->code() == STATESTORE_ERR_CANCELLED);
+            CHECK(std::string(r.error()->what()) == "not now");
+            CHECK(client.get(counter)->data == "13");
+        }
+        // deleting through update_async completes with std::nullopt
+        {
+            std::promise<statestore::Result<std::optional<std::string>>> outcome;
+            lock.update_async(counter, [](std::optional<std::string_view>) -> std::optional<std::string> {
+                return std::nullopt;
+            }, [&](statestore::Result<std::optional<std::string>> r) { outcome.set_value(std::move(r)); });
+            auto r = outcome.get_future().get();
+            CHECK(r.ok() && !r.value());
+            CHECK(!client.get(counter));
+        }
         {
             auto guard = lock.acquire(10s);
             CHECK(guard.held());

@@ -1,0 +1,334 @@
+//! How a call's result reaches C: written through out-parameters by a blocking entry point,
+//! passed to the callback of an `_async` one. Each operation converts its arguments and its
+//! result once (a [`Call`]); its two entry points differ only in the [`Reply`] they pass.
+
+use std::ffi::{c_char, c_void, CString};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use statestore_core::bindings::{ErrorInfo, Pending};
+use statestore_core::{Error, Result};
+
+use crate::client::{run_callback, ClientState, Owned};
+use crate::status::{c_string, entry, statestore_status};
+use crate::util::{null, UserData};
+
+/// The value of an out-parameter or a callback argument when there is no result.
+pub(crate) trait Blank {
+    fn blank() -> Self;
+}
+
+impl<T> Blank for *mut T {
+    fn blank() -> Self {
+        std::ptr::null_mut()
+    }
+}
+
+impl<T> Blank for *const T {
+    fn blank() -> Self {
+        std::ptr::null()
+    }
+}
+
+impl Blank for bool {
+    fn blank() -> Self {
+        false
+    }
+}
+
+impl Blank for () {
+    fn blank() -> Self {}
+}
+
+/// A result in its C form.
+pub(crate) trait ToC {
+    /// What a blocking call writes through its out-parameter (then owned by the caller).
+    type Out: Blank;
+    /// What an `_async` call passes to its callback.
+    type Arg: Blank + 'static;
+    /// Hands the result to the caller of a blocking call.
+    fn into_out(self) -> Self::Out;
+    /// Calls `f` with the result as a callback argument: borrowed for the call (a struct, a
+    /// string) or given away (a new handle).
+    fn lend(self, f: impl FnOnce(Self::Arg));
+}
+
+/// A result struct: the caller frees it; a callback borrows it.
+impl<C: 'static, K> ToC for Owned<C, K> {
+    type Out = *mut C;
+    type Arg = *const C;
+    fn into_out(self) -> *mut C {
+        self.into_raw()
+    }
+    fn lend(self, f: impl FnOnce(*const C)) {
+        f(&self.view)
+    }
+}
+
+/// An absent result (a missing key): NULL.
+impl<R: ToC> ToC for Option<R> {
+    type Out = R::Out;
+    type Arg = R::Arg;
+    fn into_out(self) -> R::Out {
+        self.map_or_else(Blank::blank, ToC::into_out)
+    }
+    fn lend(self, f: impl FnOnce(R::Arg)) {
+        match self {
+            Some(result) => result.lend(f),
+            None => f(Blank::blank()),
+        }
+    }
+}
+
+/// A new handle: owned by the caller, or by the callback that receives it.
+impl<P: 'static> ToC for *mut P {
+    type Out = *mut P;
+    type Arg = *mut P;
+    fn into_out(self) -> *mut P {
+        self
+    }
+    fn lend(self, f: impl FnOnce(*mut P)) {
+        f(self)
+    }
+}
+
+/// A string (a fencing token): the caller frees it with `statestore_string_free()`; a
+/// callback borrows it.
+impl ToC for CString {
+    type Out = *mut c_char;
+    type Arg = *const c_char;
+    fn into_out(self) -> *mut c_char {
+        self.into_raw()
+    }
+    fn lend(self, f: impl FnOnce(*const c_char)) {
+        f(self.as_ptr())
+    }
+}
+
+impl ToC for bool {
+    type Out = bool;
+    type Arg = bool;
+    fn into_out(self) -> bool {
+        self
+    }
+    fn lend(self, f: impl FnOnce(bool)) {
+        f(self)
+    }
+}
+
+impl ToC for () {
+    type Out = ();
+    type Arg = ();
+    fn into_out(self) {}
+    fn lend(self, f: impl FnOnce(())) {
+        f(())
+    }
+}
+
+/// An `_async` call's C callback and its user data, as one closure of status, message and
+/// result.
+pub(crate) struct Callback<A>(Box<dyn FnOnce(statestore_status, *const c_char, A) + Send>);
+
+impl<A: Blank> Callback<A> {
+    /// Calls the C callback with `result` (borrowed for the call) or the error.
+    pub(crate) fn deliver<R: ToC<Arg = A>>(self, result: Result<R>) {
+        let call = self.0;
+        match result {
+            Ok(value) => {
+                value.lend(|arg| call(statestore_status::STATESTORE_OK, std::ptr::null(), arg))
+            }
+            Err(error) => {
+                let info = ErrorInfo::from(&error);
+                let message = c_string(info.message);
+                call(
+                    statestore_status::from_code(info.code),
+                    message.as_ptr(),
+                    A::blank(),
+                )
+            }
+        }
+    }
+}
+
+/// How an entry point reports a result: through an out-parameter once the call is done
+/// (blocking), or to a callback on a library thread (`_async`).
+pub(crate) enum Reply<R: ToC> {
+    /// Block; write the result through the pointer unless it is NULL.
+    Wait(*mut R::Out),
+    /// Return at once; the callback gets the result.
+    Call(Callback<R::Arg>),
+    /// An argument of the reply itself was refused (a NULL callback or out-parameter).
+    Refused(Error),
+}
+
+/// A C callback of an `_async` call: user data, status, message, result.
+pub(crate) type CCallback<A> =
+    Option<unsafe extern "C" fn(*mut c_void, statestore_status, *const c_char, A)>;
+
+/// A C callback that gets only the status (`statestore_done_cb`).
+pub(crate) type CStatusCallback =
+    Option<unsafe extern "C" fn(*mut c_void, statestore_status, *const c_char)>;
+
+impl<R: ToC> Reply<R> {
+    /// Blocking; `out` may be NULL (the result is then dropped). Cleared first, so that a
+    /// failed call leaves NULL behind.
+    ///
+    /// # Safety
+    /// `out` must be NULL or valid for a write.
+    pub(crate) unsafe fn optional(out: *mut R::Out) -> Self {
+        if !out.is_null() {
+            unsafe { out.write(Blank::blank()) };
+        }
+        Self::Wait(out)
+    }
+
+    /// Blocking; `out` (the argument `name`) may not be NULL.
+    ///
+    /// # Safety
+    /// As [`Reply::optional`].
+    pub(crate) unsafe fn required(out: *mut R::Out, name: &str) -> Self {
+        if out.is_null() {
+            return Self::Refused(null(name));
+        }
+        unsafe { Self::optional(out) }
+    }
+
+    /// Blocking, for calls whose only result is their status.
+    pub(crate) fn status_only() -> Self {
+        Self::Wait(std::ptr::null_mut())
+    }
+
+    /// `_async`: `callback` gets the status, the message and the result.
+    pub(crate) fn callback(callback: CCallback<R::Arg>, user_data: *mut c_void) -> Self {
+        let Some(callback) = callback else {
+            return Self::Refused(null("callback"));
+        };
+        let user = UserData(user_data);
+        Self::Call(Callback(Box::new(move |status, message, arg| unsafe {
+            callback(user.get(), status, message, arg)
+        })))
+    }
+
+    /// `_async`: `callback` gets the status and the message only.
+    pub(crate) fn status(callback: CStatusCallback, user_data: *mut c_void) -> Self {
+        let Some(callback) = callback else {
+            return Self::Refused(null("callback"));
+        };
+        let user = UserData(user_data);
+        Self::Call(Callback(Box::new(move |status, message, _| unsafe {
+            callback(user.get(), status, message)
+        })))
+    }
+
+    /// The entry point's body: refuses a bad reply argument first, then runs the call that
+    /// `prepare` makes from the C arguments, and reports its result.
+    pub(crate) fn run<T>(self, prepare: impl FnOnce() -> Result<Call<T, R>>) -> statestore_status
+    where
+        T: Send + 'static,
+        R: 'static,
+    {
+        entry(|| {
+            let reply = self.accepted()?;
+            prepare()?.finish(reply)
+        })
+    }
+
+    /// The reply, or the error of its own argument.
+    pub(crate) fn accepted(self) -> Result<Self> {
+        match self {
+            Self::Refused(error) => Err(error),
+            reply => Ok(reply),
+        }
+    }
+}
+
+/// Where a call runs.
+pub(crate) enum Runner {
+    /// Tracked by its client: `statestore_close()` cancels it and waits for its callback.
+    Client(Arc<ClientState>),
+    /// On its own (a connect, which has no client yet).
+    Detached,
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
+
+/// A call prepared from C arguments: its future, and the conversion of its result, applied
+/// where the result is delivered (a handle made for a result that a cancellation then
+/// discarded would never be freed).
+pub(crate) struct Call<T, R> {
+    runner: Runner,
+    future: BoxFuture<T>,
+    convert: Box<dyn FnOnce(T) -> R + Send>,
+}
+
+impl Call<(), ()> {
+    /// A call of `client` whose only result is its status.
+    pub(crate) fn status(
+        client: &Arc<ClientState>,
+        future: impl Future<Output = Result<()>> + Send + 'static,
+    ) -> Self {
+        Self::new(client, future, |()| ())
+    }
+}
+
+impl<T: Send + 'static, R: ToC + 'static> Call<T, R> {
+    /// A call of `client`.
+    pub(crate) fn new(
+        client: &Arc<ClientState>,
+        future: impl Future<Output = Result<T>> + Send + 'static,
+        convert: impl FnOnce(T) -> R + Send + 'static,
+    ) -> Self {
+        Self {
+            runner: Runner::Client(client.clone()),
+            future: Box::pin(future),
+            convert: Box::new(convert),
+        }
+    }
+
+    /// A call that no client tracks.
+    pub(crate) fn detached(
+        future: impl Future<Output = Result<T>> + Send + 'static,
+        convert: impl FnOnce(T) -> R + Send + 'static,
+    ) -> Self {
+        Self {
+            runner: Runner::Detached,
+            future: Box::pin(future),
+            convert: Box::new(convert),
+        }
+    }
+
+    /// Runs the call and reports its result as `reply` says.
+    pub(crate) fn finish(self, reply: Reply<R>) -> Result<()> {
+        match reply {
+            Reply::Wait(out) => {
+                let result = match self.runner {
+                    Runner::Client(client) => client.call(self.future),
+                    Runner::Detached => Pending::spawn(self.future).wait(),
+                }?;
+                let value = (self.convert)(result);
+                if !out.is_null() {
+                    unsafe { out.write(value.into_out()) };
+                }
+                Ok(())
+            }
+            Reply::Call(callback) => {
+                self.spawn(callback);
+                Ok(())
+            }
+            Reply::Refused(error) => Err(error),
+        }
+    }
+
+    /// Starts the call; `callback` gets its result exactly once, on the dispatcher thread.
+    pub(crate) fn spawn(self, callback: Callback<R::Arg>) {
+        let convert = self.convert;
+        let done = move |result: Result<T>| callback.deliver(result.map(convert));
+        match self.runner {
+            Runner::Client(client) => client.call_async(self.future, done),
+            Runner::Detached => {
+                Pending::spawn(self.future).on_complete(move |result| run_callback(|| done(result)))
+            }
+        }
+    }
+}

@@ -14,6 +14,7 @@
 pub mod bindings;
 pub mod drivers;
 pub mod echo;
+pub mod figures;
 pub mod gate;
 pub mod matrix;
 pub mod measure;

@@ -186,9 +186,10 @@ fn bench(cli: &Cli) -> Result<ExitCode, String> {
         eprintln!(
             "[{done:>3}/{total}] {:<34} {:>10.0} ops/s  p50 {:>8.1} µs{}",
             result.name,
-            result.ops_per_sec,
-            result.p50_us,
+            result.figures.ops_per_sec,
+            result.figures.p50_us,
             result
+                .outcome
                 .error
                 .as_ref()
                 .map(|e| format!("  FAILED: {e}"))
@@ -264,16 +265,19 @@ fn bindings(args: &BindingsArgs) -> Result<ExitCode, String> {
     let mut done = 0;
     let (probes, mut results) = bindings_runner::run(&profile, &tools, &items, |r| {
         done += 1;
-        let figure = match (&r.unavailable, &r.error, r.ns_per_call) {
+        let figure = match (&r.unavailable, &r.outcome.error, r.ns_per_call) {
             (Some(reason), _, _) => format!("unavailable: {reason}"),
             (None, Some(error), _) => format!("FAILED: {error}"),
             (None, None, Some(ns)) => format!("{ns:>10.0} ns/call"),
             (None, None, None) => match &r.memory {
                 Some(m) => format!(
                     "{:>10.0} ops/s  {:.1} -> {:.1} MiB, second half {:+.2} MiB",
-                    r.ops_per_sec, m.start_mb, m.end_mb, m.second_half_growth_mb
+                    r.figures.ops_per_sec, m.start_mb, m.end_mb, m.second_half_growth_mb
                 ),
-                None => format!("{:>10.0} ops/s  p50 {:>8.1} µs", r.ops_per_sec, r.p50_us),
+                None => format!(
+                    "{:>10.0} ops/s  p50 {:>8.1} µs",
+                    r.figures.ops_per_sec, r.figures.p50_us
+                ),
             },
         };
         eprintln!("[{done:>3}/{total}] {:<40} {figure}", r.name);

@@ -5,8 +5,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
+use crate::figures::{Figures, Measurement, Outcome};
 use crate::gate::Phase;
 
 /// Highest latency the histograms hold: 60 s in nanoseconds (larger values are clamped).
@@ -132,34 +132,9 @@ impl Reading {
     }
 }
 
-/// The figures of one scenario.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Figures {
-    /// Measured operations that succeeded.
-    pub ops: u64,
-    /// Failed operations.
-    pub errors: u64,
-    /// The first failure.
-    pub first_error: Option<String>,
-    /// From the end of the warm-up to the last measured completion.
-    pub elapsed: Duration,
-    /// Operations per second.
-    pub ops_per_sec: f64,
-    /// Median latency in microseconds.
-    pub p50_us: f64,
-    /// 99th percentile latency in microseconds.
-    pub p99_us: f64,
-    /// Largest latency in microseconds.
-    pub max_us: f64,
-    /// CPU of the measuring process per operation, microseconds.
-    pub cpu_us_per_op: f64,
-    /// CPU of the service-side process per operation, microseconds.
-    pub service_cpu_us_per_op: Option<f64>,
-}
-
-impl Figures {
-    /// The figures of `recorder` over the window that started at `start` and whose readings
-    /// ended at `end`.
+impl Measurement {
+    /// The measurement of `recorder` over the window that started at `start` and whose
+    /// readings ended at `end`.
     pub fn new(recorder: Recorder, start: Reading, end: Reading) -> Self {
         let elapsed = recorder
             .last_completion
@@ -175,22 +150,27 @@ impl Figures {
         };
         let quantile_us = |q: f64| recorder.latency.value_at_quantile(q) as f64 / 1000.0;
         Self {
-            ops,
-            errors: recorder.errors,
-            first_error: recorder.first_error.clone(),
-            elapsed,
-            ops_per_sec: if elapsed.is_zero() {
-                0.0
-            } else {
-                ops as f64 / elapsed.as_secs_f64()
+            outcome: Outcome {
+                ops,
+                errors: recorder.errors,
+                error: recorder.first_error.clone(),
             },
-            p50_us: quantile_us(0.5),
-            p99_us: quantile_us(0.99),
-            max_us: recorder.latency.max() as f64 / 1000.0,
-            cpu_us_per_op: per_op(end.cpu.saturating_sub(start.cpu)),
-            service_cpu_us_per_op: match (start.service_cpu, end.service_cpu) {
-                (Some(a), Some(b)) => Some(per_op(b.saturating_sub(a))),
-                _ => None,
+            figures: Figures {
+                elapsed_s: elapsed.as_secs_f64(),
+                ops_per_sec: if elapsed.is_zero() {
+                    0.0
+                } else {
+                    ops as f64 / elapsed.as_secs_f64()
+                },
+                p50_us: quantile_us(0.5),
+                p99_us: quantile_us(0.99),
+                max_us: recorder.latency.max() as f64 / 1000.0,
+                cpu_us_per_op: per_op(end.cpu.saturating_sub(start.cpu)),
+                service_cpu_us_per_op: match (start.service_cpu, end.service_cpu) {
+                    (Some(a), Some(b)) => Some(per_op(b.saturating_sub(a))),
+                    _ => None,
+                },
+                ..Figures::default()
             },
         }
     }
@@ -211,11 +191,11 @@ mod tests {
         b.failure("boom");
         b.failure("second");
         a.merge(b);
-        let figures = Figures::new(a, start, Reading::now(None));
-        assert_eq!(figures.ops, 2);
-        assert_eq!(figures.errors, 2);
-        assert_eq!(figures.first_error.as_deref(), Some("boom"));
-        assert!(figures.ops_per_sec > 0.0);
-        assert!(figures.p99_us >= figures.p50_us);
+        let m = Measurement::new(a, start, Reading::now(None));
+        assert_eq!(m.outcome.ops, 2);
+        assert_eq!(m.outcome.errors, 2);
+        assert_eq!(m.outcome.error.as_deref(), Some("boom"));
+        assert!(m.figures.ops_per_sec > 0.0);
+        assert!(m.figures.p99_us >= m.figures.p50_us);
     }
 }

@@ -14,7 +14,7 @@ use tokio::process::Command;
 
 use crate::drivers::memory::{self, MemoryTrace};
 use crate::drivers::{client, engine, raw};
-use crate::measure::Figures;
+use crate::figures::Measurement;
 use crate::profile::Profile;
 use crate::report::mib;
 use crate::resources;
@@ -25,10 +25,8 @@ use crate::wire::ECHO_TOPIC;
 /// What the measuring process reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measured {
-    /// The scenario's figures.
-    pub figures: Figures,
-    /// Peak resident memory of the measuring process, MiB.
-    pub peak_rss_mb: Option<f64>,
+    /// The scenario's figures, with the measuring process's peak resident memory.
+    pub measurement: Measurement,
     /// The memory trace of the long-run scenario.
     pub memory: Option<MemoryTrace>,
 }
@@ -98,7 +96,7 @@ pub fn run_and_print(profile: &Profile, scenario: Scenario, target: Target) {
 
 /// Measures `scenario` in this process.
 pub fn measure(profile: &Profile, scenario: Scenario, target: Target) -> Result<Measured, String> {
-    let (figures, memory) = if scenario.kind == Kind::Engine {
+    let (mut measurement, memory) = if scenario.kind == Kind::Engine {
         let budget = engine::Budget {
             duration: profile.engine_measure,
             op_cap: profile.engine_op_cap,
@@ -115,9 +113,9 @@ pub fn measure(profile: &Profile, scenario: Scenario, target: Target) -> Result<
             .map_err(|e| format!("cannot start the tokio runtime: {e}"))?
             .block_on(drive(profile, scenario, addr, target.service_pid))?
     };
+    measurement.figures.peak_rss_mb = resources::peak_rss().map(mib);
     Ok(Measured {
-        figures,
-        peak_rss_mb: resources::peak_rss().map(mib),
+        measurement,
         memory,
     })
 }
@@ -127,7 +125,7 @@ async fn drive(
     scenario: Scenario,
     addr: SocketAddr,
     pid: Option<u32>,
-) -> Result<(Figures, Option<MemoryTrace>), String> {
+) -> Result<(Measurement, Option<MemoryTrace>), String> {
     let plan = Plan {
         warmup: profile.warmup,
         measure: profile.measure,
@@ -144,7 +142,7 @@ async fn drive(
         value_size: scenario.value_size,
         in_flight: scenario.in_flight,
     };
-    let figures = match scenario.kind {
+    let measurement = match scenario.kind {
         Kind::Floor => {
             window::measure(plan, pid, |gate| {
                 raw::run(addr, ECHO_TOPIC, raw_workload, gate)
@@ -179,5 +177,5 @@ async fn drive(
         }
         Kind::Engine => return Err("the engine runs without MQTT".to_owned()),
     };
-    figures.map(|f| (f, None))
+    measurement.map(|m| (m, None))
 }

@@ -82,6 +82,6 @@ async fn run_one(config: &RunConfig, scenario: Scenario) -> ScenarioResult {
     service.stop().await;
     drop(mosquitto);
     let mut result = ScenarioResult::new(scenario, measured);
-    result.service_peak_rss_mb = service_peak;
+    result.figures.service_peak_rss_mb = service_peak;
     result
 }

@@ -5,8 +5,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::figures::Measurement;
 use crate::gate::Gate;
-use crate::measure::{Figures, Reading, Recorder};
+use crate::measure::{Reading, Recorder};
 
 /// The phases of one scenario.
 #[derive(Debug, Clone, Copy)]
@@ -28,7 +29,7 @@ pub async fn measure<F, W>(
     plan: Plan,
     service_pid: Option<u32>,
     start: F,
-) -> Result<Figures, String>
+) -> Result<Measurement, String>
 where
     F: FnOnce(Arc<Gate>) -> W,
     W: Future<Output = Result<Recorder, String>>,
@@ -62,7 +63,7 @@ where
     let recorder = recorder?;
     let end = Reading::now(service_pid);
     match start {
-        Some(start) => Ok(Figures::new(recorder, start, end)),
+        Some(start) => Ok(Measurement::new(recorder, start, end)),
         None => Err(recorder
             .first_error
             .unwrap_or_else(|| "the workers stopped before measuring".to_owned())),
@@ -97,8 +98,8 @@ mod tests {
         })
         .await
         .expect("measured");
-        assert_eq!(figures.ops, 50);
-        assert_eq!(figures.errors, 0);
+        assert_eq!(figures.outcome.ops, 50);
+        assert_eq!(figures.outcome.errors, 0);
     }
 
     #[tokio::test]

@@ -43,11 +43,15 @@ fn rust_flavours_measure_and_a_missing_package_is_unavailable() {
                 assert!(r.unavailable.is_some() && !r.failed_run(), "{}", r.name)
             }
             _ => {
-                assert!(r.ok(), "{}: {:?}", r.name, r.error);
+                assert!(r.ok(), "{}: {:?}", r.name, r.outcome.error);
                 match r.kind {
                     "throughput" => {
-                        assert_eq!(Some(r.ops), profile.op_cap, "{}", r.name);
-                        assert!(r.ops_per_sec > 0.0 && r.p99_us >= r.p50_us, "{}", r.name);
+                        assert_eq!(Some(r.outcome.ops), profile.op_cap, "{}", r.name);
+                        assert!(
+                            r.figures.ops_per_sec > 0.0 && r.figures.p99_us >= r.figures.p50_us,
+                            "{}",
+                            r.name
+                        );
                     }
                     "boundary" => assert!(r.ns_per_call.is_some_and(|ns| ns > 0.0), "{}", r.name),
                     "memory" => assert!(r.memory.is_some(), "{}", r.name),

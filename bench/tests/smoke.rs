@@ -42,33 +42,44 @@ fn every_kind_of_scenario_runs_and_counts_exactly() {
     assert!(kinds.contains(&(Kind::Memory, Some(Broker::Embedded))));
 
     for r in &results {
-        assert_eq!(r.error, None, "{}", r.name);
-        assert_eq!(r.errors, 0, "{}", r.name);
+        assert_eq!(r.outcome.error, None, "{}", r.name);
+        assert_eq!(r.outcome.errors, 0, "{}", r.name);
         let expected = match r.kind {
             Kind::Engine => profile.engine_op_cap,
             Kind::Memory => profile.memory_ops,
             _ => profile.op_cap,
         };
-        assert_eq!(Some(r.ops), expected, "{}: measured operations", r.name);
+        assert_eq!(
+            Some(r.outcome.ops),
+            expected,
+            "{}: measured operations",
+            r.name
+        );
         assert!(
-            r.ops_per_sec > 0.0 && r.ops_per_sec.is_finite(),
+            r.figures.ops_per_sec > 0.0 && r.figures.ops_per_sec.is_finite(),
             "{}",
             r.name
         );
         assert!(
-            r.p50_us > 0.0 && r.p99_us >= r.p50_us && r.max_us >= r.p99_us,
+            r.figures.p50_us > 0.0
+                && r.figures.p99_us >= r.figures.p50_us
+                && r.figures.max_us >= r.figures.p99_us,
             "{}",
             r.name
         );
         assert!(
-            r.cpu_us_per_op > 0.0,
+            r.figures.cpu_us_per_op > 0.0,
             "{}: the measuring process did work",
             r.name
         );
-        assert!(r.peak_rss_mb.is_some_and(|mb| mb > 1.0), "{}", r.name);
+        assert!(
+            r.figures.peak_rss_mb.is_some_and(|mb| mb > 1.0),
+            "{}",
+            r.name
+        );
         if r.broker.is_some() {
             assert!(
-                r.service_peak_rss_mb.is_some_and(|mb| mb > 1.0),
+                r.figures.service_peak_rss_mb.is_some_and(|mb| mb > 1.0),
                 "{}",
                 r.name
             );

@@ -11,8 +11,10 @@ use serde::Serialize;
 use super::runner::{DriverOutput, Probe};
 use super::{Flavour, Item, Test};
 use crate::drivers::memory::MemoryTrace;
+use crate::figures::{Figures, Outcome};
 use crate::report::json::{load_average, Machine};
-use crate::report::targets::TargetCheck;
+use crate::report::reference::References;
+use crate::report::targets::{check, Checked, TargetCheck};
 use crate::scenario::{size_label, Broker, Op};
 
 /// Second-half growth of resident memory below which a binding counts as flat, MiB.
@@ -36,32 +38,14 @@ pub struct BindingResult {
     pub in_flight: Option<usize>,
     /// The broker.
     pub broker: Option<Broker>,
-    /// Measured operations (calls of the boundary test).
-    pub ops: u64,
-    /// Failed operations.
-    pub errors: u64,
-    /// Why the item failed, if it did.
-    pub error: Option<String>,
+    /// Counts and failure (`ops` counts the calls of the boundary test).
+    #[serde(flatten)]
+    pub outcome: Outcome,
     /// Why the flavour could not run this item (not a failure of the run).
     pub unavailable: Option<String>,
-    /// Measuring time, seconds.
-    pub elapsed_s: f64,
-    /// Operations per second.
-    pub ops_per_sec: f64,
-    /// Median latency, µs.
-    pub p50_us: f64,
-    /// 99th percentile latency, µs.
-    pub p99_us: f64,
-    /// Largest latency, µs.
-    pub max_us: f64,
-    /// CPU of the driver process per operation, µs.
-    pub cpu_us_per_op: f64,
-    /// CPU of the service process per operation, µs (Mosquitto's own CPU excluded).
-    pub service_cpu_us_per_op: Option<f64>,
-    /// Peak resident memory of the driver process, MiB.
-    pub peak_rss_mb: Option<f64>,
-    /// Peak resident memory of the service process, MiB.
-    pub service_peak_rss_mb: Option<f64>,
+    /// Time, throughput, latency, CPU and memory (of the driver process and the service).
+    #[serde(flatten)]
+    pub figures: Figures,
     /// Boundary test: nanoseconds per call that fails validation before any I/O.
     pub ns_per_call: Option<f64>,
     /// Memory test: resident memory over the operations.
@@ -112,19 +96,9 @@ impl BindingResult {
             value_size,
             in_flight,
             broker,
-            ops: 0,
-            errors: 0,
-            error: None,
+            outcome: Outcome::default(),
             unavailable: None,
-            elapsed_s: 0.0,
-            ops_per_sec: 0.0,
-            p50_us: 0.0,
-            p99_us: 0.0,
-            max_us: 0.0,
-            cpu_us_per_op: 0.0,
-            service_cpu_us_per_op: None,
-            peak_rss_mb: None,
-            service_peak_rss_mb: None,
+            figures: Figures::default(),
             ns_per_call: None,
             memory: None,
             ratio_to_rust_async: None,
@@ -146,7 +120,7 @@ impl BindingResult {
     /// An item that failed to run.
     pub fn failed(item: Item, error: String) -> Self {
         let mut r = Self::empty(item);
-        r.error = Some(error);
+        r.outcome.error = Some(error);
         r
     }
 
@@ -154,28 +128,34 @@ impl BindingResult {
     pub fn from_output(item: Item, out: DriverOutput) -> Self {
         let mut r = Self::empty(item);
         r.unavailable = out.unavailable;
-        r.error = out.error;
-        r.ops = out.ops.unwrap_or(0);
-        r.errors = out.errors.unwrap_or(0);
-        r.elapsed_s = out.elapsed_s.unwrap_or(0.0);
-        r.ops_per_sec = out.ops_per_sec.unwrap_or(0.0);
-        r.p50_us = out.p50_us.unwrap_or(0.0);
-        r.p99_us = out.p99_us.unwrap_or(0.0);
-        r.max_us = out.max_us.unwrap_or(0.0);
-        r.cpu_us_per_op = out.cpu_us_per_op.unwrap_or(0.0);
-        r.service_cpu_us_per_op = out.service_cpu_us_per_op;
-        r.peak_rss_mb = out.peak_rss_mb;
+        r.outcome = Outcome {
+            ops: out.ops.unwrap_or(0),
+            errors: out.errors.unwrap_or(0),
+            error: out.error,
+        };
+        r.figures = Figures {
+            elapsed_s: out.elapsed_s.unwrap_or(0.0),
+            ops_per_sec: out.ops_per_sec.unwrap_or(0.0),
+            p50_us: out.p50_us.unwrap_or(0.0),
+            p99_us: out.p99_us.unwrap_or(0.0),
+            max_us: out.max_us.unwrap_or(0.0),
+            cpu_us_per_op: out.cpu_us_per_op.unwrap_or(0.0),
+            service_cpu_us_per_op: out.service_cpu_us_per_op,
+            peak_rss_mb: out.peak_rss_mb,
+            service_peak_rss_mb: None,
+        };
         r.ns_per_call = out.ns_per_call;
         r.memory = out.memory;
-        if r.unavailable.is_none() && r.error.is_none() && r.ops == 0 {
-            r.error = Some("the driver measured no operation".to_owned());
+        let error = &mut r.outcome.error;
+        if r.unavailable.is_none() && error.is_none() && r.outcome.ops == 0 {
+            *error = Some("the driver measured no operation".to_owned());
         }
         if r.unavailable.is_none()
-            && r.error.is_none()
+            && error.is_none()
             && item.test == Test::Memory
             && r.memory.is_none()
         {
-            r.error = Some("the memory run has no samples".to_owned());
+            *error = Some("the memory run has no samples".to_owned());
         }
         r
     }
@@ -187,7 +167,7 @@ impl BindingResult {
 
     /// Whether it ran without any failure.
     pub fn ok(&self) -> bool {
-        self.unavailable.is_none() && self.error.is_none() && self.errors == 0 && self.ops > 0
+        self.unavailable.is_none() && self.outcome.ok()
     }
 
     /// Whether it failed (as opposed to ran, or was unavailable).
@@ -199,35 +179,30 @@ impl BindingResult {
 /// Fills the ratios of every throughput result against the Rust clients and the baselines of
 /// its cell.
 pub fn compare(results: &mut [BindingResult]) {
-    let cells: Vec<(Item, f64, f64)> = results
-        .iter()
-        .filter(|r| r.ok() && matches!(r.item.test, Test::Throughput { .. }))
-        .map(|r| (r.item, r.ops_per_sec, r.p50_us))
-        .collect();
-    let find = |flavour: Option<Flavour>, test: Test| {
-        let flavour = flavour?;
-        cells
+    let references = References::new(
+        results
             .iter()
-            .find(|(i, ops, _)| i.flavour == flavour && i.test == test && *ops > 0.0)
-            .map(|&(_, ops, p50)| (ops, p50))
-    };
+            .filter(|r| r.ok() && matches!(r.item.test, Test::Throughput { .. }))
+            .map(|r| (r.item, &r.figures)),
+    );
+    let cell = |flavour: Option<Flavour>, test: Test| flavour.map(|flavour| Item { flavour, test });
     for r in results.iter_mut().filter(|r| r.ok()) {
         let test = r.item.test;
         if !matches!(test, Test::Throughput { .. }) {
             continue;
         }
         if r.item.flavour != Flavour::RustAsync {
-            if let Some((ops, _)) = find(Some(Flavour::RustAsync), test) {
-                r.ratio_to_rust_async = Some(r.ops_per_sec / ops);
+            if let Some(c) = references.compare(cell(Some(Flavour::RustAsync), test), &r.figures) {
+                r.ratio_to_rust_async = Some(c.ratio);
             }
         }
-        if let Some((ops, p50)) = find(r.item.flavour.rust_peer(), test) {
-            r.ratio_to_rust = Some(r.ops_per_sec / ops);
-            r.p50_delta_rust_us = Some(r.p50_us - p50);
+        if let Some(c) = references.compare(cell(r.item.flavour.rust_peer(), test), &r.figures) {
+            r.ratio_to_rust = Some(c.ratio);
+            r.p50_delta_rust_us = Some(c.p50_delta_us);
         }
-        if let Some((ops, p50)) = find(r.item.flavour.baseline(), test) {
-            r.ratio_to_baseline = Some(r.ops_per_sec / ops);
-            r.p50_delta_baseline_us = Some(r.p50_us - p50);
+        if let Some(c) = references.compare(cell(r.item.flavour.baseline(), test), &r.figures) {
+            r.ratio_to_baseline = Some(c.ratio);
+            r.p50_delta_baseline_us = Some(c.p50_delta_us);
         }
     }
 }
@@ -240,38 +215,13 @@ fn is_throughput(r: &BindingResult) -> bool {
     r.kind == "throughput"
 }
 
-/// Checks `value` of the results `applies` selects against `meets`.
-fn check(
-    target: String,
-    results: &[BindingResult],
-    applies: impl Fn(&BindingResult) -> bool,
-    value: impl Fn(&BindingResult) -> Option<f64>,
-    meets: impl Fn(f64) -> bool,
-    higher_is_better: bool,
-) -> TargetCheck {
-    let values: Vec<(String, f64)> = results
-        .iter()
-        .filter(|r| r.ok() && applies(r))
-        .filter_map(|r| value(r).map(|v| (r.name.clone(), v)))
-        .collect();
-    let worst = values
-        .iter()
-        .min_by(|a, b| {
-            let order = a.1.total_cmp(&b.1);
-            if higher_is_better {
-                order
-            } else {
-                order.reverse()
-            }
-        })
-        .cloned();
-    let met_by = values.iter().filter(|(_, v)| meets(*v)).count();
-    TargetCheck {
-        target,
-        cells: values.len(),
-        met_by,
-        met: (!values.is_empty()).then_some(met_by == values.len()),
-        worst,
+impl Checked for BindingResult {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn ok(&self) -> bool {
+        BindingResult::ok(self)
     }
 }
 
@@ -324,7 +274,7 @@ pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
             true,
         ),
         check(
-            "python-sync, node-sync median <= rust-blocking + 15 µs at 1 in flight (µs above)".to_owned(),
+            "python-sync, node-sync median <= rust-blocking + 15 µs at 1 in flight (µs above)",
             results,
             |r| single(r, &[Flavour::PythonSync, Flavour::NodeSync]),
             |r| r.p50_delta_rust_us,
@@ -332,7 +282,7 @@ pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
             false,
         ),
         check(
-            "c-blocking median <= rust-blocking + 5 µs at 1 in flight (µs above)".to_owned(),
+            "c-blocking median <= rust-blocking + 5 µs at 1 in flight (µs above)",
             results,
             |r| single(r, &[Flavour::CBlocking]),
             |r| r.p50_delta_rust_us,
@@ -348,8 +298,7 @@ pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
             true,
         ),
         check(
-            "Python and Node flavours: median below the by-hand baseline's at 1 in flight (µs above)"
-                .to_owned(),
+            "Python and Node flavours: median below the by-hand baseline's at 1 in flight (µs above)",
             results,
             |r| single(r, &py_node_all),
             |r| r.p50_delta_baseline_us,
@@ -499,7 +448,9 @@ pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
             );
             for &f in &flavours {
                 let cell = match find(f, *test) {
-                    Some(r) if r.ok() => format!("{:.0} ({:.0})", r.ops_per_sec, r.p50_us),
+                    Some(r) if r.ok() => {
+                        format!("{:.0} ({:.0})", r.figures.ops_per_sec, r.figures.p50_us)
+                    }
                     Some(r) if r.unavailable.is_some() => "-".to_owned(),
                     Some(_) => "FAIL".to_owned(),
                     None => String::new(),
@@ -539,9 +490,9 @@ pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
                     out,
                     "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {:+.2} |",
                     r.flavour,
-                    r.ops,
+                    r.outcome.ops,
                     r.in_flight.unwrap_or(0),
-                    r.ops_per_sec,
+                    r.figures.ops_per_sec,
                     m.start_mb,
                     m.end_mb,
                     m.second_half_growth_mb
@@ -569,7 +520,7 @@ pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
                 out,
                 "- {}: {}",
                 r.name,
-                r.error.as_deref().unwrap_or("operations failed")
+                r.outcome.error.as_deref().unwrap_or("operations failed")
             );
         }
     }

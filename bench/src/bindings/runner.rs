@@ -280,6 +280,6 @@ async fn run_one(profile: &BindingsProfile, tools: &Tools, item: Item) -> Bindin
         Ok(output) => BindingResult::from_output(item, output),
         Err(error) => BindingResult::failed(item, error),
     };
-    result.service_peak_rss_mb = service_peak;
+    result.figures.service_peak_rss_mb = service_peak;
     result
 }

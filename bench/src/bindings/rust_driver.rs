@@ -96,22 +96,11 @@ fn profile(args: &RustDriverArgs) -> Profile {
     }
 }
 
+// The drivers' `RESULT` line spells the figures as bindings.json does.
 fn figures(measured: Measured) -> Value {
-    let f = measured.figures;
-    json!({
-        "ops": f.ops,
-        "errors": f.errors,
-        "error": f.first_error,
-        "elapsed_s": f.elapsed.as_secs_f64(),
-        "ops_per_sec": f.ops_per_sec,
-        "p50_us": f.p50_us,
-        "p99_us": f.p99_us,
-        "max_us": f.max_us,
-        "cpu_us_per_op": f.cpu_us_per_op,
-        "service_cpu_us_per_op": f.service_cpu_us_per_op,
-        "peak_rss_mb": measured.peak_rss_mb,
-        "memory": measured.memory,
-    })
+    let mut value = json!(measured.measurement);
+    value["memory"] = json!(measured.memory);
+    value
 }
 
 fn throughput(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
@@ -151,7 +140,7 @@ fn memory(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
         in_flight: args.inflight,
     };
     let addr = addr(args)?;
-    let (figures_, trace) = tokio::runtime::Builder::new_multi_thread()
+    let (mut measurement, trace) = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the tokio runtime: {e}"))?
@@ -162,9 +151,9 @@ fn memory(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
             args.service_pid,
             blocking,
         ))?;
+    measurement.figures.peak_rss_mb = resources::peak_rss().map(mib);
     Ok(figures(Measured {
-        figures: figures_,
-        peak_rss_mb: resources::peak_rss().map(mib),
+        measurement,
         memory: trace,
     }))
 }

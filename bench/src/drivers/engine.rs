@@ -12,7 +12,8 @@ use statestore::protocol::hlc::unix_ms_now;
 use statestore::protocol::{Hlc, Response};
 use statestore_server::engine::{Engine, EngineConfig, RequestContext};
 
-use crate::measure::{new_histogram, Figures};
+use crate::figures::{Figures, Measurement, Outcome};
+use crate::measure::new_histogram;
 use crate::scenario::Op;
 use crate::wire;
 
@@ -95,7 +96,7 @@ impl Bench {
 }
 
 /// Measures `op` on values of `value_size` bytes.
-pub fn run(op: Op, value_size: usize, budget: Budget) -> Result<Figures, String> {
+pub fn run(op: Op, value_size: usize, budget: Budget) -> Result<Measurement, String> {
     let mut bench = Bench::new(op, value_size)?;
     // Warm-up: caches, allocator, branch predictors.
     for i in 0..(4 * KEYS) {
@@ -125,17 +126,20 @@ pub fn run(op: Op, value_size: usize, budget: Budget) -> Result<Figures, String>
         timed += 1;
     }
     let us = |ns: u64| ns as f64 / 1000.0;
-    Ok(Figures {
-        ops,
-        errors: 0,
-        first_error: None,
-        elapsed,
-        ops_per_sec: ops as f64 / elapsed.as_secs_f64().max(f64::MIN_POSITIVE),
-        p50_us: us(latency.value_at_quantile(0.5)),
-        p99_us: us(latency.value_at_quantile(0.99)),
-        max_us: us(latency.max()),
-        cpu_us_per_op: cpu.as_secs_f64() * 1e6 / ops.max(1) as f64,
-        service_cpu_us_per_op: None,
+    Ok(Measurement {
+        outcome: Outcome {
+            ops,
+            ..Outcome::default()
+        },
+        figures: Figures {
+            elapsed_s: elapsed.as_secs_f64(),
+            ops_per_sec: ops as f64 / elapsed.as_secs_f64().max(f64::MIN_POSITIVE),
+            p50_us: us(latency.value_at_quantile(0.5)),
+            p99_us: us(latency.value_at_quantile(0.99)),
+            max_us: us(latency.max()),
+            cpu_us_per_op: cpu.as_secs_f64() * 1e6 / ops.max(1) as f64,
+            ..Figures::default()
+        },
     })
 }
 
@@ -150,9 +154,9 @@ mod tests {
             op_cap: Some(500),
         };
         for op in [Op::Set, Op::Get] {
-            let figures = run(op, 100, budget).expect("engine runs");
-            assert_eq!(figures.ops, 500);
-            assert!(figures.p99_us >= figures.p50_us);
+            let m = run(op, 100, budget).expect("engine runs");
+            assert_eq!(m.outcome.ops, 500);
+            assert!(m.figures.p99_us >= m.figures.p50_us);
         }
     }
 }

@@ -8,8 +8,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::drivers::client::{self, Workload};
+use crate::figures::Measurement;
 use crate::gate::Gate;
-use crate::measure::{Figures, Recorder};
+use crate::measure::Recorder;
 use crate::window::{self, Plan};
 
 /// How often resident memory is sampled.
@@ -51,7 +52,7 @@ pub async fn run(
     workload: Workload,
     plan: Plan,
     service_pid: Option<u32>,
-) -> Result<(Figures, Option<MemoryTrace>), String> {
+) -> Result<(Measurement, Option<MemoryTrace>), String> {
     run_with(addr, workload, plan, service_pid, false).await
 }
 
@@ -63,10 +64,10 @@ pub async fn run_with(
     plan: Plan,
     service_pid: Option<u32>,
     blocking: bool,
-) -> Result<(Figures, Option<MemoryTrace>), String> {
+) -> Result<(Measurement, Option<MemoryTrace>), String> {
     let samples = Arc::new(Mutex::new(Vec::new()));
     let sink = samples.clone();
-    let figures = window::measure(plan, service_pid, move |gate: Arc<Gate>| async move {
+    let measurement = window::measure(plan, service_pid, move |gate: Arc<Gate>| async move {
         let sampler = sample(gate.clone(), sink);
         let load = async move {
             if blocking {
@@ -80,7 +81,7 @@ pub async fn run_with(
     })
     .await?;
     let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
-    Ok((figures, MemoryTrace::new(samples)))
+    Ok((measurement, MemoryTrace::new(samples)))
 }
 
 async fn sample(gate: Arc<Gate>, sink: Arc<Mutex<Vec<(u64, f64)>>>) {

@@ -3,6 +3,8 @@
 
 pub mod chart;
 pub mod json;
+pub mod plot;
+pub mod reference;
 pub mod table;
 pub mod targets;
 
@@ -12,9 +14,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::drivers::memory::MemoryTrace;
-use crate::measure::Figures;
+use crate::figures::{Figures, Measurement, Outcome};
 use crate::measurer::Measured;
 use crate::scenario::{Broker, Kind, Op, Scenario};
+use reference::References;
 
 /// The figures of one scenario, as written to `latest.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -31,31 +34,12 @@ pub struct ScenarioResult {
     pub in_flight: usize,
     /// The broker (none for the engine).
     pub broker: Option<Broker>,
-    /// Measured operations that succeeded.
-    pub ops: u64,
-    /// Failed operations.
-    pub errors: u64,
-    /// Why the scenario failed, if it did.
-    pub error: Option<String>,
-    /// Measuring time, seconds.
-    pub elapsed_s: f64,
-    /// Operations per second.
-    pub ops_per_sec: f64,
-    /// Median latency, microseconds.
-    pub p50_us: f64,
-    /// 99th percentile latency, microseconds.
-    pub p99_us: f64,
-    /// Largest latency, microseconds.
-    pub max_us: f64,
-    /// CPU time of the measuring process (requester or client only) per operation, µs.
-    pub cpu_us_per_op: f64,
-    /// CPU time of the service-side process (embedded broker, echo responder or server) per
-    /// operation, µs; Mosquitto's own CPU is not included.
-    pub service_cpu_us_per_op: Option<f64>,
-    /// Peak resident memory of the measuring process during the scenario, MiB.
-    pub peak_rss_mb: Option<f64>,
-    /// Peak resident memory of the service-side process, MiB.
-    pub service_peak_rss_mb: Option<f64>,
+    /// Counts and failure.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Time, throughput, latency, CPU and memory.
+    #[serde(flatten)]
+    pub figures: Figures,
     /// Throughput divided by the floor's at the same size, in flight and broker.
     pub ratio_to_floor: Option<f64>,
     /// Median latency minus the floor's, microseconds.
@@ -76,8 +60,7 @@ impl ScenarioResult {
     pub fn new(scenario: Scenario, measured: Result<Measured, String>) -> Self {
         match measured {
             Ok(measured) => {
-                let mut result = Self::measured(scenario, measured.figures);
-                result.peak_rss_mb = measured.peak_rss_mb;
+                let mut result = Self::measured(scenario, measured.measurement);
                 result.memory = measured.memory;
                 result
             }
@@ -86,25 +69,17 @@ impl ScenarioResult {
     }
 
     /// The result of a scenario that ran (possibly with failed operations).
-    pub fn measured(scenario: Scenario, figures: Figures) -> Self {
+    pub fn measured(scenario: Scenario, measurement: Measurement) -> Self {
         let mut result = Self::empty(scenario);
-        result.ops = figures.ops;
-        result.errors = figures.errors;
-        result.error = figures.first_error;
-        result.elapsed_s = figures.elapsed.as_secs_f64();
-        result.ops_per_sec = figures.ops_per_sec;
-        result.p50_us = figures.p50_us;
-        result.p99_us = figures.p99_us;
-        result.max_us = figures.max_us;
-        result.cpu_us_per_op = figures.cpu_us_per_op;
-        result.service_cpu_us_per_op = figures.service_cpu_us_per_op;
+        result.outcome = measurement.outcome;
+        result.figures = measurement.figures;
         result
     }
 
     /// The result of a scenario that could not run.
     pub fn failed(scenario: Scenario, error: String) -> Self {
         let mut result = Self::empty(scenario);
-        result.error = Some(error);
+        result.outcome.error = Some(error);
         result
     }
 
@@ -116,18 +91,8 @@ impl ScenarioResult {
             value_size: scenario.value_size,
             in_flight: scenario.in_flight,
             broker: scenario.broker,
-            ops: 0,
-            errors: 0,
-            error: None,
-            elapsed_s: 0.0,
-            ops_per_sec: 0.0,
-            p50_us: 0.0,
-            p99_us: 0.0,
-            max_us: 0.0,
-            cpu_us_per_op: 0.0,
-            service_cpu_us_per_op: None,
-            peak_rss_mb: None,
-            service_peak_rss_mb: None,
+            outcome: Outcome::default(),
+            figures: Figures::default(),
             ratio_to_floor: None,
             p50_delta_us: None,
             ratio_to_raw: None,
@@ -144,33 +109,27 @@ impl ScenarioResult {
 
     /// Whether the scenario ran without any failure.
     pub fn ok(&self) -> bool {
-        self.error.is_none() && self.errors == 0 && self.ops > 0
+        self.outcome.ok()
     }
 }
 
 /// Fills the comparisons: `ratio_to_floor` and `p50_delta_us` against the floor of the same
 /// cell, `ratio_to_raw` and `p50_delta_raw_us` against the raw requester on the server.
 pub fn compare_with_floor(results: &mut [ScenarioResult]) {
-    let baselines: Vec<(Scenario, f64, f64)> = results
-        .iter()
-        .filter(|r| matches!(r.kind, Kind::Floor | Kind::Server) && r.ok())
-        .map(|r| (r.scenario, r.ops_per_sec, r.p50_us))
-        .collect();
-    let find = |wanted: Option<Scenario>| {
-        let wanted = wanted?;
-        baselines
+    let references = References::new(
+        results
             .iter()
-            .find(|(s, ops, _)| *s == wanted && *ops > 0.0)
-            .map(|&(_, ops, p50)| (ops, p50))
-    };
+            .filter(|r| matches!(r.kind, Kind::Floor | Kind::Server) && r.ok())
+            .map(|r| (r.scenario, &r.figures)),
+    );
     for result in results.iter_mut().filter(|r| r.ok()) {
-        if let Some((ops, p50)) = find(result.scenario.floor()) {
-            result.ratio_to_floor = Some(result.ops_per_sec / ops);
-            result.p50_delta_us = Some(result.p50_us - p50);
+        if let Some(c) = references.compare(result.scenario.floor(), &result.figures) {
+            result.ratio_to_floor = Some(c.ratio);
+            result.p50_delta_us = Some(c.p50_delta_us);
         }
-        if let Some((ops, p50)) = find(result.scenario.raw()) {
-            result.ratio_to_raw = Some(result.ops_per_sec / ops);
-            result.p50_delta_raw_us = Some(result.p50_us - p50);
+        if let Some(c) = references.compare(result.scenario.raw(), &result.figures) {
+            result.ratio_to_raw = Some(c.ratio);
+            result.p50_delta_raw_us = Some(c.p50_delta_us);
         }
     }
 }
@@ -232,7 +191,6 @@ pub fn mib(bytes: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn result(kind: Kind, op: Op, ops_per_sec: f64, p50_us: f64) -> ScenarioResult {
         let scenario = Scenario {
@@ -244,17 +202,20 @@ mod tests {
         };
         ScenarioResult::measured(
             scenario,
-            Figures {
-                ops: 100,
-                errors: 0,
-                first_error: None,
-                elapsed: Duration::from_secs(1),
-                ops_per_sec,
-                p50_us,
-                p99_us: p50_us * 2.0,
-                max_us: p50_us * 3.0,
-                cpu_us_per_op: 5.0,
-                service_cpu_us_per_op: None,
+            Measurement {
+                outcome: Outcome {
+                    ops: 100,
+                    ..Outcome::default()
+                },
+                figures: Figures {
+                    elapsed_s: 1.0,
+                    ops_per_sec,
+                    p50_us,
+                    p99_us: p50_us * 2.0,
+                    max_us: p50_us * 3.0,
+                    cpu_us_per_op: 5.0,
+                    ..Figures::default()
+                },
             },
         )
     }

@@ -27,7 +27,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
             v.map(|v| format!("{v:.precision$}"))
                 .unwrap_or_else(|| "-".to_owned())
         };
-        let note = match (&r.error, r.errors) {
+        let note = match (&r.outcome.error, r.outcome.errors) {
             (Some(error), n) => format!("FAILED ({n} errors): {error}"),
             (None, 0) => String::new(),
             (None, n) => format!("{n} errors"),
@@ -36,12 +36,12 @@ pub fn render(results: &[ScenarioResult]) -> String {
             out,
             "{:<34} {:>9.0} {:>8.1} {:>8.1} {:>7.1} {:>7} {:>6} {:>6} {:>8} {:>6} {:>8}  {}",
             r.name,
-            r.ops_per_sec,
-            r.p50_us,
-            r.p99_us,
-            r.cpu_us_per_op,
-            opt(r.service_cpu_us_per_op, 1),
-            opt(r.peak_rss_mb, 1),
+            r.figures.ops_per_sec,
+            r.figures.p50_us,
+            r.figures.p99_us,
+            r.figures.cpu_us_per_op,
+            opt(r.figures.service_cpu_us_per_op, 1),
+            opt(r.figures.peak_rss_mb, 1),
             opt(r.ratio_to_floor, 2),
             opt(r.p50_delta_us, 0),
             opt(r.ratio_to_raw, 2),
@@ -55,7 +55,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
                 "",
                 memory.start_mb,
                 memory.end_mb,
-                r.ops,
+                r.outcome.ops,
                 memory.growth_mb,
                 memory.second_half_growth_mb
             );

@@ -44,20 +44,39 @@ impl TargetCheck {
     }
 }
 
-/// Checks `value(result)` of the scenarios `applies` selects against `meets`; the worst is
+/// What [`check`] needs of a result: a name to quote as the worst, and whether it ran
+/// cleanly (a failed run has no figure to hold against a target).
+pub trait Checked {
+    /// The name quoted as the worst case.
+    fn name(&self) -> &str;
+    /// Whether it ran without any failure.
+    fn ok(&self) -> bool;
+}
+
+impl Checked for ScenarioResult {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn ok(&self) -> bool {
+        ScenarioResult::ok(self)
+    }
+}
+
+/// Checks `value(result)` of the results `applies` selects against `meets`; the worst is
 /// the largest value when `higher_is_better` is false, the smallest otherwise.
-fn check(
-    target: &str,
-    results: &[ScenarioResult],
-    applies: impl Fn(&ScenarioResult) -> bool,
-    value: impl Fn(&ScenarioResult) -> Option<f64>,
+pub fn check<R: Checked>(
+    target: impl Into<String>,
+    results: &[R],
+    applies: impl Fn(&R) -> bool,
+    value: impl Fn(&R) -> Option<f64>,
     meets: impl Fn(f64) -> bool,
     higher_is_better: bool,
 ) -> TargetCheck {
     let values: Vec<(String, f64)> = results
         .iter()
         .filter(|r| r.ok() && applies(r))
-        .filter_map(|r| value(r).map(|v| (r.name.clone(), v)))
+        .filter_map(|r| value(r).map(|v| (r.name().to_owned(), v)))
         .collect();
     let worst = values
         .iter()
@@ -72,7 +91,7 @@ fn check(
         .cloned();
     let met_by = values.iter().filter(|(_, v)| meets(*v)).count();
     TargetCheck {
-        target: target.to_owned(),
+        target: target.into(),
         cells: values.len(),
         met_by,
         met: (!values.is_empty()).then_some(met_by == values.len()),
@@ -120,7 +139,7 @@ pub fn evaluate(results: &[ScenarioResult]) -> Vec<TargetCheck> {
             "client CPU <= 10 µs per operation",
             results,
             client,
-            |r| Some(r.cpu_us_per_op),
+            |r| Some(r.figures.cpu_us_per_op),
             |v| v <= 10.0,
             false,
         ),
@@ -136,7 +155,7 @@ pub fn evaluate(results: &[ScenarioResult]) -> Vec<TargetCheck> {
             "engine >= 1 million operations per second (one core)",
             results,
             |r| r.kind == Kind::Engine,
-            |r| Some(r.ops_per_sec),
+            |r| Some(r.figures.ops_per_sec),
             |v| v >= 1e6,
             true,
         ),

@@ -130,18 +130,12 @@ impl ClientState {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Fails in a child process: the connection and its tasks belong to the parent.
-    // TODO(core): the async core Client could carry this check (blocking::Client has it), so
-    // that every binding gets it.
-    fn check_process(&self) -> Result<()> {
-        if self.pid != std::process::id() {
-            return Err(Error::Runtime(
-                "this client was created before fork() and its connection belongs to the parent \
-                 process: create a new client in the child"
-                    .into(),
-            ));
-        }
-        Ok(())
+    /// Whether this is the process the client was created in. Calls need no such check (core
+    /// refuses a call of a client inherited across `fork()`), but core's close does not: in a
+    /// child it would wait out its grace period for tasks of the parent's runtime, then
+    /// report success.
+    fn created_here(&self) -> bool {
+        self.pid == runtime::current_pid()
     }
 
     fn register(&self, stop: Stop) -> Result<u64> {
@@ -177,7 +171,6 @@ impl ClientState {
     where
         F: Future<Output = Result<T>>,
     {
-        self.check_process()?;
         let flag = Arc::new(StopFlag::default());
         let id = self.register(Stop::Blocking(flag.clone()))?;
         let result = runtime::block_on(Stoppable {
@@ -202,9 +195,7 @@ impl ClientState {
     {
         let (pending, id) = {
             let mut calls = self.lock_calls();
-            let pending = if let Err(error) = self.check_process() {
-                Pending::ready(Err(error))
-            } else if self.closing.load(Ordering::Acquire) {
+            let pending = if self.closing.load(Ordering::Acquire) {
                 Pending::ready(Err(Error::Closed))
             } else {
                 Pending::spawn(future)
@@ -226,7 +217,13 @@ impl ClientState {
     /// (unless called from a callback, which would wait for itself) waits until every
     /// callback has run.
     fn close(&self) -> Result<()> {
-        self.check_process()?;
+        if !self.created_here() {
+            return Err(Error::Runtime(
+                "this client was created before fork() and its connection belongs to the parent \
+                 process: create a new client in the child"
+                    .into(),
+            ));
+        }
         let first = {
             let _calls = self.lock_calls();
             !self.closing.swap(true, Ordering::AcqRel)
@@ -258,7 +255,7 @@ fn new_client(client: Client) -> *mut statestore_client {
         calls: Mutex::default(),
         idle: Condvar::new(),
         closing: AtomicBool::new(false),
-        pid: std::process::id(),
+        pid: runtime::current_pid(),
     }))
 }
 
@@ -339,7 +336,7 @@ pub unsafe extern "C" fn statestore_client_free(
 ) -> statestore_status {
     entry(|| match CLIENTS.remove(client, "client")? {
         // In a child after fork() there is nothing to close: the connection is the parent's.
-        Some(state) if state.check_process().is_ok() => state.close(),
+        Some(state) if state.created_here() => state.close(),
         _ => Ok(()),
     })
 }

@@ -1,12 +1,33 @@
-"""What the blocking and the asyncio clients share: argument shaping and small types."""
+"""What the blocking and the asyncio clients share: every operation's one body (argument
+shaping, the native call, the conversion of its result) and the attributes read from the native
+objects. ``_sync`` and ``_async`` only say how a call completes: ``blocking(op)`` waits on the
+caller's thread, ``awaitable(op)`` on the event loop."""
 
 from __future__ import annotations
 
 import contextvars
 import enum
-from typing import Any, Dict, Tuple, Union
+import functools
+import inspect
+import re
+import types
+from typing import TYPE_CHECKING, Any, Protocol, Callable, Coroutine, Dict, Generic, Optional, Tuple, Type, TypeVar, Union, overload
 
-from ._native import Version
+from . import _native
+from ._aio import wait
+from ._lifecycle import track
+from ._native import AcquireResult, DeleteResult, SetResult, Value, Version
+from ._timing import Seconds
+
+if TYPE_CHECKING:
+    from typing_extensions import ParamSpec
+
+    _P = ParamSpec("_P")
+
+_T = TypeVar("_T")
+_N = TypeVar("_N")
+_R = TypeVar("_R")
+_W = TypeVar("_W")
 
 #: Keys and values: ``str`` (encoded as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``.
 BytesLike = Union[str, bytes, bytearray, memoryview]
@@ -55,6 +76,332 @@ def pop_guard(lock: object) -> Any:
         del held[id(lock)]
     _HELD.set(held)
     return stack[-1]
+
+
+
+
+# --- how a call completes: the only difference between the two flavours
+
+
+def _published(run: Callable[..., Any], op: Callable[..., Any], then: Any) -> Any:
+    """``run`` named, documented and signed as ``op``, but returning what ``run`` returns."""
+    functools.update_wrapper(run, op)
+    signature = inspect.signature(op)
+    returns = getattr(then, "returns", None) or getattr(then, "__name__", None)
+    if returns is None:
+        call = re.fullmatch(r"_native\.Call\[(.*)\]", str(signature.return_annotation))
+        returns = call.group(1) if call else signature.return_annotation
+    run.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
+    return run
+
+
+@overload
+def blocking(op: "Callable[_P, _native.Call[_T]]", then: None = None) -> "Callable[_P, _T]": ...
+@overload
+def blocking(op: "Callable[_P, _native.Call[_N]]", then: Callable[[_N], _T]) -> "Callable[_P, _T]": ...
+def blocking(op: Any, then: Any = None) -> Any:
+    """``op``'s call waited for on the caller's thread (GIL released, Ctrl-C honoured)."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        result = op(*args, **kwargs).wait()
+        return result if then is None else then(result)
+
+    return _published(run, op, then)
+
+
+@overload
+def awaitable(op: "Callable[_P, _native.Call[_T]]", then: None = None) -> "Callable[_P, Coroutine[Any, Any, _T]]": ...
+@overload
+def awaitable(
+    op: "Callable[_P, _native.Call[_N]]", then: Callable[[_N], _T]
+) -> "Callable[_P, Coroutine[Any, Any, _T]]": ...
+def awaitable(op: Any, then: Any = None) -> Any:
+    """``op``'s call completed on the running event loop."""
+
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        result = await wait(op(*args, **kwargs))
+        return result if then is None else then(result)
+
+    return _published(run, op, then)
+
+
+def wrapping(op: "Callable[_P, _N]", then: Callable[[_N], _T]) -> "Callable[_P, _T]":
+    """``op``'s native object (no call: nothing to wait for) wrapped by ``then``."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return then(op(*args, **kwargs))
+
+    return _published(run, op, then)  # type: ignore[no-any-return]
+
+
+def optional(wrap: Callable[[_N], _T]) -> Callable[[Optional[_N]], Optional[_T]]:
+    """``then`` for a call that gives a native object or ``None``."""
+
+    def then(native: Optional[_N]) -> Optional[_T]:
+        return None if native is None else wrap(native)
+
+    setattr(then, "returns", f"Optional[{getattr(wrap, '__name__', 'Any')}]")
+    return then
+
+
+class Native(Generic[_T]):
+    """An attribute read from the native object (``self._native``); ``settable`` ones are
+    written through to it."""
+
+    def __init__(self, doc: Optional[str] = None, *, settable: bool = False) -> None:
+        self.__doc__ = doc
+        self._settable = settable
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: Optional[type] = None) -> "Native[_T]": ...
+    @overload
+    def __get__(self, obj: object, owner: Optional[type] = None) -> _T: ...
+    def __get__(self, obj: Optional[object], owner: Optional[type] = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj._native, self._name)  # type: ignore[attr-defined]
+
+    def __set__(self, obj: object, value: _T) -> None:
+        if not self._settable:
+            raise AttributeError(f"attribute {self._name!r} of {type(obj).__name__!r} is read-only")
+        setattr(obj._native, self._name, value)  # type: ignore[attr-defined]
+
+
+class Shared(Generic[_W]):
+    """Base of the public classes: the native object they wrap. The shared operations are
+    private methods here (``_set``) that the flavours publish under their public name
+    (``set = blocking(ClientBase._set)``), which gets its name back below."""
+
+    def __init__(self, native: _W) -> None:
+        self._native = native
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, attr in list(vars(cls).items()):
+            if callable(attr) and hasattr(attr, "__wrapped__") and attr.__name__ != name:
+                attr.__name__ = name
+                attr.__qualname__ = f"{cls.__qualname__}.{name}"
+
+
+_S = TypeVar("_S")
+
+
+class ClosedOnExit:
+    """``with obj:`` ends with ``obj._on_exit()`` (close, stop)."""
+
+    def _on_exit(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[types.TracebackType],
+    ) -> None:
+        self._on_exit()
+
+
+# --- the operations, once
+
+
+class ClientBase(Shared["_native.Client"], Generic[_R]):
+    """``_R``: what ``connect`` returns (the client, or a coroutine giving it)."""
+
+    def __init__(self, native: "_native.Client") -> None:
+        super().__init__(native)
+        track(self)
+
+    @classmethod
+    def _complete(cls, start: "Callable[[], _native.Call[_native.Client]]") -> _R:
+        """The client from the connection ``start()`` makes (asyncio: started when awaited)."""
+        raise NotImplementedError
+
+    @classmethod
+    def connect(
+        cls,
+        host: str = "localhost",
+        port: int = 1883,
+        *,
+        decode_responses: bool = False,
+        **options: Any,
+    ) -> _R:
+        """Connects to the broker at ``host:port``. ``options`` are the connection settings
+        (``client_id``, ``tls``, ``ca_file``, ``username``, ``password``, ``default_timeout``,
+        ...: see ``statestore.CONNECT_OPTIONS``); durations are seconds or ``timedelta``.
+        ``decode_responses=True`` returns values and keys as ``str``."""
+        return cls._complete(lambda: _native.Client.connect(host, port, options, decode_responses))
+
+    @classmethod
+    def from_env(cls, *, decode_responses: bool = False, **options: Any) -> _R:
+        """Connects with the ``AIO_*`` environment variables of an Azure IoT Operations pod
+        (then ``options`` override them)."""
+        return cls._complete(lambda: _native.Client.from_env(options, decode_responses))
+
+    client_id: Native[str] = Native("The MQTT client id.")
+    closed: Native[bool] = Native("Whether the client was closed.")
+
+    def _set(
+        self,
+        key: BytesLike,
+        value: BytesLike,
+        *,
+        condition: Union[Condition, str] = Condition.ALWAYS,
+        expiry: Optional[Seconds] = None,
+        fencing_token: Optional[Version] = None,
+        persist: bool = False,
+        timeout: Optional[Seconds] = None,
+    ) -> _native.Call[SetResult]:
+        """Sets ``key`` to ``value``; ``condition`` NX/NEX, ``expiry`` (time to live),
+        ``fencing_token`` for a fenced key, ``persist`` to survive a service restart."""
+        return self._native.set(key, value, condition_name(condition), expiry, fencing_token, persist, timeout)
+
+    def _get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> _native.Call[Optional[Value]]:
+        """The key's value and version, or ``None`` if it does not exist."""
+        return self._native.get(key, timeout)
+
+    def _delete(
+        self, key: BytesLike, *, fencing_token: Optional[Version] = None, timeout: Optional[Seconds] = None
+    ) -> _native.Call[DeleteResult]:
+        """Deletes ``key``."""
+        return self._native.delete(key, fencing_token, timeout)
+
+    def _vdel(
+        self,
+        key: BytesLike,
+        value: BytesLike,
+        *,
+        fencing_token: Optional[Version] = None,
+        timeout: Optional[Seconds] = None,
+    ) -> _native.Call[DeleteResult]:
+        """Deletes ``key`` only if it holds ``value``."""
+        return self._native.vdel(key, value, fencing_token, timeout)
+
+    def _unobserve(self, key: BytesLike) -> _native.Call[None]:
+        """Ends every observation of ``key`` on this client."""
+        return self._native.unobserve(key)
+
+    def _lock(
+        self, name: BytesLike, ttl: Seconds = 10.0, *, timeout: Optional[Seconds] = None, auto_renew: bool = True
+    ) -> _native.Lock:
+        """A lock named ``name`` held for ``ttl`` (renewed automatically while held).
+        ``with client.lock(name) as guard:`` (asyncio: ``async with``) waits (up to ``timeout``)
+        and releases."""
+        return _native.Lock(self._native, name, ttl, timeout, auto_renew)
+
+    def _lease(self, key: BytesLike, holder: BytesLike, *, auto_renew: bool = False) -> _native.Lease:
+        """A lease on ``key`` for the holder name ``holder`` (unique per holder)."""
+        return _native.Lease(self._native, key, holder, auto_renew)
+
+    def _election(self, name: BytesLike, candidate: BytesLike, ttl: Seconds = 10.0) -> _native.Election:
+        """Leader election ``name`` with this client as ``candidate`` (a unique name)."""
+        return _native.Election(self._native, name, candidate, ttl)
+
+    def _close(self) -> _native.Call[None]:
+        """Closes the client: calls in flight fail with ``ClosedError``, observations end."""
+        return self._native.close()
+
+    def __repr__(self) -> str:
+        return f"<statestore.{type(self).__name__} {self.client_id!r}{' closed' if self.closed else ''}>"
+
+
+class _Holding(Protocol):
+    @property
+    def held(self) -> bool: ...
+    @property
+    def holder_name(self) -> Any: ...
+    def renew(self) -> _native.Call[None]: ...
+
+
+_H = TypeVar("_H", bound=_Holding)
+
+
+class HoldingBase(Shared[_H]):
+    """What a lease and a held lock share."""
+
+    holder_name: Native[Any] = Native()
+    held: Native[bool] = Native("Whether it is held now.")
+
+    def _renew(self) -> _native.Call[None]:
+        return self._native.renew()
+
+
+def _holder(self: Shared["_native.Lease | _native.Lock"]) -> _native.Call[Any]:
+    """The current holder name on the service (``None``: free)."""
+    return self._native.holder()
+
+
+class LeaseBase(HoldingBase["_native.Lease"]):
+    key: Native[Any] = Native()
+    fencing_token: Native[Optional[Version]] = Native("The current holding's fencing token.")
+    state: Native[str] = Native('``"not_held"``, ``"held"`` or ``"lost"``.')
+    loss: Native[Optional[_native.Loss]] = Native('Why the last holding was lost (state ``"lost"``).')
+    auto_renew: Native[bool] = Native(settable=True)
+
+    def _try_acquire(self, ttl: Seconds) -> _native.Call[AcquireResult]:
+        """One attempt: ``AcquireResult(acquired, fencing_token, holder)``."""
+        return self._native.try_acquire(ttl)
+
+    def _acquire(self, ttl: Seconds, *, timeout: Optional[Seconds] = None) -> _native.Call[Version]:
+        """Waits until acquired (or ``timeout``: ``TimeoutError``); returns the fencing token."""
+        return self._native.acquire(ttl, timeout)
+
+    def _release(self) -> _native.Call[bool]:
+        """Releases the lease; ``True`` if the key was deleted."""
+        return self._native.release()
+
+    _holder = _holder
+
+
+class LockGuardBase(HoldingBase["_native.LockGuard"]):
+    fencing_token: Native[Version] = Native()
+    name: Native[Any] = Native()
+
+    def _release(self) -> _native.Call[None]:
+        """Releases the lock (idempotent)."""
+        return self._native.release()
+
+
+class LockBase(Shared["_native.Lock"]):
+    name: Native[Any] = Native()
+    ttl: Native[float] = Native()
+
+    def _acquire(self) -> _native.Call[_native.LockGuard]:
+        """Waits for the lock (up to the lock's ``timeout``, if any)."""
+        return self._native.lock()
+
+    def _try_acquire(self) -> _native.Call[Optional[_native.LockGuard]]:
+        """One attempt: the guard, or ``None`` if someone else holds the lock."""
+        return self._native.try_lock()
+
+    _holder = _holder
+
+
+class ElectionBase(Shared["_native.Election"]):
+    name: Native[Any] = Native()
+    candidate: Native[Any] = Native()
+    is_leader: Native[bool] = Native()
+    fencing_token: Native[Optional[Version]] = Native()
+
+    def _campaign(self, *, timeout: Optional[Seconds] = None) -> _native.Call[Version]:
+        """Waits until elected (renewed automatically while leader); the fencing token."""
+        return self._native.campaign(timeout)
+
+    def _try_campaign(self) -> _native.Call[AcquireResult]:
+        return self._native.try_campaign()
+
+    def _resign(self) -> _native.Call[None]:
+        return self._native.resign()
+
+    def _leader(self) -> _native.Call[Any]:
+        """The current leader's name (``None``: vacant)."""
+        return self._native.leader()
 
 
 __all__ = ["BytesLike", "Condition", "Version"]

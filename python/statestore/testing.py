@@ -11,18 +11,18 @@ As a pytest fixture (this module is a pytest plugin of the package): ``statestor
 
 from __future__ import annotations
 
-import types
 import os
-from typing import Any, Iterator, Optional, Type, Union
+from typing import Any, Iterator, Optional, Union
 
 from . import _native
+from ._common import ClosedOnExit
 from ._async import AsyncClient
 from ._sync import Client
 
 __all__ = ["LocalStateStore", "statestore_server"]
 
 
-class LocalStateStore:
+class LocalStateStore(ClosedOnExit):
     """A running local state store. Starts on construction; ``stop()`` or the ``with`` block
     stops it."""
 
@@ -63,15 +63,7 @@ class LocalStateStore:
         """Stops the store (idempotent)."""
         self._server.stop().wait()
 
-    def __enter__(self) -> "LocalStateStore":
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[types.TracebackType],
-    ) -> None:
+    def _on_exit(self) -> None:
         self.stop()
 
     def __repr__(self) -> str:

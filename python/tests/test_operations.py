@@ -228,3 +228,40 @@ def test_tls(tmp_path: "object", key: str) -> None:
             assert c.set(key, "over tls").applied
         with pytest.raises(statestore.ConnectionError):  # the system roots do not know our CA
             Client.connect("localhost", s.port, tls=True, default_timeout=3)
+
+
+FLAVOURS = [
+    (statestore.Client, statestore.AsyncClient),
+    (statestore.Lease, statestore.AsyncLease),
+    (statestore.Lock, statestore.AsyncLock),
+    (statestore.LockGuard, statestore.AsyncLockGuard),
+    (statestore.Election, statestore.AsyncElection),
+]
+# Methods whose asyncio twin works differently (async iteration, a lazy observation, an async fn).
+OWN_BODIES = {"keys", "observe", "update"}
+
+
+@pytest.mark.parametrize("blocking, asyncio_twin", FLAVOURS, ids=lambda c: c.__name__)
+def test_both_flavours_share_each_operation(blocking: type, asyncio_twin: type) -> None:
+    """One body per operation: the twins have the same names, parameters and docs."""
+    import inspect
+
+    names = {n for n in dir(blocking) if not n.startswith("_")}
+    assert names == {n for n in dir(asyncio_twin) if not n.startswith("_")}
+    for name in sorted(names - OWN_BODIES):
+        one, two = getattr(blocking, name), getattr(asyncio_twin, name)
+        assert one.__doc__ == two.__doc__, name
+        if inspect.isfunction(one) or inspect.ismethod(one):
+            assert inspect.signature(one).parameters == inspect.signature(two).parameters, name
+            returns = (inspect.signature(one).return_annotation, inspect.signature(two).return_annotation)
+            assert returns[0] == returns[1].replace("Async", ""), name
+            if name not in {"connect", "from_env", "lock", "lease", "election"}:
+                assert inspect.iscoroutinefunction(two), name
+
+
+def test_read_only_attributes_stay_read_only(client: statestore.Client, key: str) -> None:
+    lease = client.lease(key, "me")
+    with pytest.raises(AttributeError):
+        lease.held = True  # type: ignore[misc]
+    lease.auto_renew = True
+    assert lease.auto_renew is True

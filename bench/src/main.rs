@@ -299,7 +299,7 @@ fn bindings(args: &BindingsArgs) -> Result<ExitCode, String> {
     }
     bindings_report::compare(&mut results);
     let checks = bindings_report::evaluate(&results);
-    let mut table = bindings_report::render(&probes, &results);
+    let mut table = flavours::markdown::render(&probes, &results);
     table.push_str("\nTargets:\n\n");
     for check in &checks {
         table.push_str(&format!("- {}\n", check.line()));

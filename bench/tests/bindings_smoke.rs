@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use statestore_bench::bindings::report::{self, BindingResult};
 use statestore_bench::bindings::runner::{self, Tools};
-use statestore_bench::bindings::{BindingsProfile, Flavour};
+use statestore_bench::bindings::{markdown, BindingsProfile, Flavour};
 
 #[test]
 fn rust_flavours_measure_and_a_missing_package_is_unavailable() {
@@ -82,6 +82,6 @@ fn rust_flavours_measure_and_a_missing_package_is_unavailable() {
     );
     let svg = std::fs::read_to_string(&written.svg).expect("svg");
     assert!(svg.starts_with("<svg") && svg.contains("rust-async"));
-    let table = report::render(&probes, &results);
+    let table = markdown::render(&probes, &results);
     assert!(table.contains("| embedded | SET | 16B | 1 |") && table.contains("c-async: "));
 }

@@ -10,6 +10,7 @@
 //! the reason, instead of failing the run.
 
 pub mod chart;
+pub mod markdown;
 pub mod report;
 pub mod runner;
 pub mod rust_driver;

@@ -2,7 +2,6 @@
 //! clients and the by-hand baselines of the same cell, checked against the targets of the
 //! issue, written as `bindings.json`, a Markdown table and `bindings.svg`.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,7 +14,7 @@ use crate::figures::{Figures, Outcome};
 use crate::report::json::{load_average, Machine};
 use crate::report::reference::References;
 use crate::report::targets::{check, Checked, TargetCheck};
-use crate::scenario::{size_label, Broker, Op};
+use crate::scenario::{Broker, Op};
 
 /// Second-half growth of resident memory below which a binding counts as flat, MiB.
 pub const FLAT_MEMORY_MB: f64 = 2.0;
@@ -170,6 +169,11 @@ impl BindingResult {
         self.unavailable.is_none() && self.outcome.ok()
     }
 
+    /// Whether it is a throughput test (SET or GET at a size and depth).
+    pub fn is_throughput(&self) -> bool {
+        self.kind == "throughput"
+    }
+
     /// Whether it failed (as opposed to ran, or was unavailable).
     pub fn failed_run(&self) -> bool {
         self.unavailable.is_none() && !self.ok()
@@ -211,10 +215,6 @@ fn in_flight_of(r: &BindingResult) -> usize {
     r.in_flight.unwrap_or(0)
 }
 
-fn is_throughput(r: &BindingResult) -> bool {
-    r.kind == "throughput"
-}
-
 impl Checked for BindingResult {
     fn name(&self) -> &str {
         &self.name
@@ -229,15 +229,15 @@ impl Checked for BindingResult {
 pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
     let deepest = results
         .iter()
-        .filter(|r| is_throughput(r))
+        .filter(|r| r.is_throughput())
         .map(in_flight_of)
         .max()
         .unwrap_or(64);
     let deep = move |r: &BindingResult, flavours: &[Flavour]| {
-        is_throughput(r) && in_flight_of(r) == deepest && flavours.contains(&r.flavour)
+        r.is_throughput() && in_flight_of(r) == deepest && flavours.contains(&r.flavour)
     };
     let single = |r: &BindingResult, flavours: &[Flavour]| {
-        is_throughput(r) && in_flight_of(r) == 1 && flavours.contains(&r.flavour)
+        r.is_throughput() && in_flight_of(r) == 1 && flavours.contains(&r.flavour)
     };
     let py_node_async = [Flavour::PythonAsync, Flavour::NodePromise];
     let py_node_all = [
@@ -400,222 +400,6 @@ pub fn write_files(
     Ok(written)
 }
 
-/// The Markdown tables: throughput (median latency) per cell and flavour, then the boundary,
-/// memory and unavailable flavours.
-pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
-    let mut out = String::new();
-    let flavours: Vec<Flavour> = Flavour::ALL
-        .into_iter()
-        .filter(|f| results.iter().any(|r| r.flavour == *f))
-        .collect();
-    let mut cells: Vec<Test> = Vec::new();
-    for r in results.iter().filter(|r| is_throughput(r)) {
-        if !cells.contains(&r.item.test) {
-            cells.push(r.item.test);
-        }
-    }
-    let find = |f: Flavour, t: Test| results.iter().find(|r| r.flavour == f && r.item.test == t);
-    if !cells.is_empty() {
-        let _ = writeln!(
-            out,
-            "Operations per second (median latency, µs); `-` unavailable, `FAIL` failed:\n"
-        );
-        let _ = write!(out, "| broker | op | size | in flight |");
-        for f in &flavours {
-            let _ = write!(out, " {f} |");
-        }
-        let _ = write!(out, "\n|---|---|---|---|");
-        for _ in &flavours {
-            let _ = write!(out, "---|");
-        }
-        out.push('\n');
-        for test in &cells {
-            let Test::Throughput {
-                op,
-                value_size,
-                in_flight,
-                broker,
-            } = *test
-            else {
-                continue;
-            };
-            let _ = write!(
-                out,
-                "| {} | {} | {} | {in_flight} |",
-                broker.label(),
-                op.label().to_uppercase(),
-                size_label(value_size)
-            );
-            for &f in &flavours {
-                let cell = match find(f, *test) {
-                    Some(r) if r.ok() => {
-                        format!("{:.0} ({:.0})", r.figures.ops_per_sec, r.figures.p50_us)
-                    }
-                    Some(r) if r.unavailable.is_some() => "-".to_owned(),
-                    Some(_) => "FAIL".to_owned(),
-                    None => String::new(),
-                };
-                let _ = write!(out, " {cell} |");
-            }
-            out.push('\n');
-        }
-    }
-    ratio_tables(&mut out, results, &flavours, &cells);
-    let boundary: Vec<&BindingResult> = results.iter().filter(|r| r.kind == "boundary").collect();
-    if boundary.iter().any(|r| r.ok()) {
-        let _ = writeln!(
-            out,
-            "\nBoundary (a call rejected before any I/O), ns per call:\n"
-        );
-        let _ = writeln!(out, "| flavour | ns/call |\n|---|---|");
-        for r in boundary.iter().filter(|r| r.ok()) {
-            let _ = writeln!(
-                out,
-                "| {} | {:.0} |",
-                r.flavour,
-                r.ns_per_call.unwrap_or(0.0)
-            );
-        }
-    }
-    let memory: Vec<&BindingResult> = results
-        .iter()
-        .filter(|r| r.kind == "memory" && r.ok())
-        .collect();
-    if !memory.is_empty() {
-        let _ = writeln!(out, "\nMemory (resident MiB after the warm-up -> at the end; growth over the second half):\n");
-        let _ = writeln!(out, "| flavour | operations | in flight | ops/s | start | end | second half |\n|---|---|---|---|---|---|---|");
-        for r in memory {
-            if let Some(m) = &r.memory {
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {:+.2} |",
-                    r.flavour,
-                    r.outcome.ops,
-                    r.in_flight.unwrap_or(0),
-                    r.figures.ops_per_sec,
-                    m.start_mb,
-                    m.end_mb,
-                    m.second_half_growth_mb
-                );
-            }
-        }
-    }
-    let unavailable: Vec<&Probe> = probes.iter().filter(|p| p.unavailable.is_some()).collect();
-    if !unavailable.is_empty() {
-        let _ = writeln!(out, "\nUnavailable flavours:\n");
-        for p in unavailable {
-            let _ = writeln!(
-                out,
-                "- {}: {}",
-                p.flavour,
-                p.unavailable.as_deref().unwrap_or("")
-            );
-        }
-    }
-    let failed: Vec<&BindingResult> = results.iter().filter(|r| r.failed_run()).collect();
-    if !failed.is_empty() {
-        let _ = writeln!(out, "\nFailed items:\n");
-        for r in failed {
-            let _ = writeln!(
-                out,
-                "- {}: {}",
-                r.name,
-                r.outcome.error.as_deref().unwrap_or("operations failed")
-            );
-        }
-    }
-    out
-}
-
-/// The two views the targets use: throughput at the deepest depth relative to rust-async
-/// (and to the by-hand baseline), and the median at 1 in flight above the Rust client of the
-/// same kind.
-fn ratio_tables(out: &mut String, results: &[BindingResult], flavours: &[Flavour], cells: &[Test]) {
-    let deepest = cells
-        .iter()
-        .filter_map(|t| match t {
-            Test::Throughput { in_flight, .. } => Some(*in_flight),
-            _ => None,
-        })
-        .max();
-    let find = |f: Flavour, t: &Test| {
-        results
-            .iter()
-            .find(|r| r.flavour == f && r.item.test == *t && r.ok())
-    };
-    let others: Vec<Flavour> = flavours
-        .iter()
-        .copied()
-        .filter(|f| *f != Flavour::RustAsync)
-        .collect();
-    let header = |out: &mut String| {
-        let _ = write!(out, "| broker | op | size |");
-        for f in &others {
-            let _ = write!(out, " {f} |");
-        }
-        let _ = write!(out, "\n|---|---|---|");
-        for _ in &others {
-            let _ = write!(out, "---|");
-        }
-        out.push('\n');
-    };
-    for (depth, title) in [
-        (
-            deepest,
-            "Throughput relative to rust-async (and to the by-hand baseline of the language)",
-        ),
-        (
-            Some(1),
-            "Median latency above the Rust client of the same kind (async or blocking), µs",
-        ),
-    ] {
-        let Some(depth) = depth else { continue };
-        let rows: Vec<&Test> = cells
-            .iter()
-            .filter(|t| matches!(t, Test::Throughput { in_flight, .. } if *in_flight == depth))
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let _ = writeln!(out, "\n{title}, {depth} in flight:\n");
-        header(out);
-        for test in rows {
-            let Test::Throughput {
-                op,
-                value_size,
-                broker,
-                ..
-            } = *test
-            else {
-                continue;
-            };
-            let _ = write!(
-                out,
-                "| {} | {} | {} |",
-                broker.label(),
-                op.label().to_uppercase(),
-                size_label(value_size)
-            );
-            for &f in &others {
-                let cell = match find(f, test) {
-                    Some(r) if depth == 1 => r
-                        .p50_delta_rust_us
-                        .map(|d| format!("{d:+.0}"))
-                        .unwrap_or_default(),
-                    Some(r) => match (r.ratio_to_rust_async, r.ratio_to_baseline) {
-                        (Some(a), Some(b)) => format!("{a:.2} ({b:.1} x)"),
-                        (Some(a), None) => format!("{a:.2}"),
-                        _ => String::new(),
-                    },
-                    None => "-".to_owned(),
-                };
-                let _ = write!(out, " {cell} |");
-            }
-            out.push('\n');
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -667,7 +451,7 @@ mod tests {
         assert_eq!(checks[0].met, Some(true));
         assert_eq!(checks[4].met, Some(true));
         assert_eq!(checks[1].met, None, "no C figures");
-        let table = render(&[], &results);
+        let table = crate::bindings::markdown::render(&[], &results);
         assert!(
             table.contains("| embedded | SET | 16B | 64 | 1000 (100) |"),
             "{table}"

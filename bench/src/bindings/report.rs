@@ -1,9 +1,9 @@
 //! What a bindings run produces: one [`BindingResult`] per item, compared with the Rust
 //! clients and the by-hand baselines of the same cell, checked against the targets of the
-//! issue, written as `bindings.json`, a Markdown table and `bindings.svg`.
+//! issue, written as `bindings.json` and `bindings.svg` (the Markdown tables are
+//! [`super::markdown`]'s).
 
-use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -11,9 +11,10 @@ use super::runner::{DriverOutput, Probe};
 use super::{Flavour, Item, Test};
 use crate::drivers::memory::MemoryTrace;
 use crate::figures::{Figures, Outcome};
-use crate::report::json::{load_average, Machine};
+use crate::report::json::{self, Run};
 use crate::report::reference::References;
 use crate::report::targets::{check, Checked, TargetCheck};
+use crate::report::Written;
 use crate::scenario::{Broker, Op};
 
 /// Second-half growth of resident memory below which a binding counts as flat, MiB.
@@ -332,29 +333,15 @@ pub const NOTES: [&str; 9] = [
 /// The whole `bindings.json`.
 #[derive(Debug, Serialize)]
 pub struct Document<'a> {
-    /// `full`, `quick` or `smoke`.
-    pub profile: &'a str,
-    /// When the run ended, seconds since the Unix epoch.
-    pub finished_unix_s: u64,
-    /// The machine and its load.
-    pub machine: Machine,
-    /// What the figures include.
-    pub notes: &'a [&'a str],
+    /// The run.
+    #[serde(flatten)]
+    pub run: Run<'a>,
     /// Each flavour's package version, or why it was unavailable.
     pub flavours: &'a [Probe],
     /// One object per item.
     pub scenarios: &'a [BindingResult],
     /// The targets of the issue.
     pub targets: &'a [TargetCheck],
-}
-
-/// Where [`write_files`] wrote.
-#[derive(Debug, Clone)]
-pub struct Written {
-    /// `bindings.json`.
-    pub json: PathBuf,
-    /// `bindings.svg`.
-    pub svg: PathBuf,
 }
 
 /// Writes `bindings.json` and `bindings.svg` into `dir`.
@@ -366,36 +353,19 @@ pub fn write_files(
     checks: &[TargetCheck],
     load_at_start: Option<String>,
 ) -> Result<Written, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let machine = Machine {
-        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load_at_start,
-        load_at_end: load_average(),
-    };
-    let written = Written {
-        json: dir.join("bindings.json"),
-        svg: dir.join("bindings.svg"),
-    };
+    let written = Written::in_dir(dir, "bindings")?;
+    let run = Run::ending_now(profile, &NOTES, load_at_start);
     let title = format!(
-        "statestore bindings: SET throughput and median latency ({profile} profile, {} CPUs, load {})",
-        machine.cpus,
-        machine.load_at_start.as_deref().unwrap_or("?")
+        "statestore bindings: SET throughput and median latency ({})",
+        run.conditions()
     );
     let document = Document {
-        profile,
-        finished_unix_s: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        machine,
-        notes: &NOTES,
+        run,
         flavours: probes,
         scenarios: results,
         targets: checks,
     };
-    let text = serde_json::to_string_pretty(&document)
-        .map_err(|e| format!("cannot encode the results: {e}"))?;
-    std::fs::write(&written.json, text + "\n")
-        .map_err(|e| format!("cannot write {}: {e}", written.json.display()))?;
+    json::write(&written.json, &document)?;
     super::chart::write(&written.svg, results, &title)?;
     Ok(written)
 }

@@ -1,6 +1,7 @@
 //! `latest.json`: the run's settings, every scenario and the target checks.
 
 use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
@@ -19,9 +20,10 @@ pub const NOTES: [&str; 8] = [
     "each scenario runs in fresh processes (service side, measuring side, Mosquitto)",
 ];
 
-/// The whole document.
+/// What both result files (`latest.json`, `bindings.json`) start with: the run's profile,
+/// when it ended, on what and what the figures include.
 #[derive(Debug, Serialize)]
-pub struct Document<'a> {
+pub struct Run<'a> {
     /// `full`, `quick` or `smoke`.
     pub profile: &'a str,
     /// When the run ended, seconds since the Unix epoch.
@@ -30,6 +32,46 @@ pub struct Document<'a> {
     pub machine: Machine,
     /// What the figures include.
     pub notes: &'a [&'a str],
+}
+
+impl<'a> Run<'a> {
+    /// A run of `profile` that ends now, on this machine.
+    pub fn ending_now(
+        profile: &'a str,
+        notes: &'a [&'a str],
+        load_at_start: Option<String>,
+    ) -> Self {
+        Self {
+            profile,
+            finished_unix_s: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            machine: Machine {
+                cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+                load_at_start,
+                load_at_end: load_average(),
+            },
+            notes,
+        }
+    }
+
+    /// `quick profile, 2 CPUs, load 1.00 0.50 0.20`: what a chart's title says of the run.
+    pub fn conditions(&self) -> String {
+        format!(
+            "{} profile, {} CPUs, load {}",
+            self.profile,
+            self.machine.cpus,
+            self.machine.load_at_start.as_deref().unwrap_or("?")
+        )
+    }
+}
+
+/// The whole `latest.json`.
+#[derive(Debug, Serialize)]
+pub struct Document<'a> {
+    /// The run.
+    #[serde(flatten)]
+    pub run: Run<'a>,
     /// One object per scenario.
     pub scenarios: &'a [ScenarioResult],
     /// The targets of issue 7.
@@ -59,7 +101,7 @@ pub fn load_average() -> Option<String> {
 }
 
 /// Writes `document` to `path` (pretty-printed).
-pub fn write(path: &Path, document: &Document<'_>) -> Result<(), String> {
+pub fn write(path: &Path, document: &impl Serialize) -> Result<(), String> {
     let text = serde_json::to_string_pretty(document)
         .map_err(|e| format!("cannot encode the results: {e}"))?;
     std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))

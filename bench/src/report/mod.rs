@@ -9,7 +9,6 @@ pub mod table;
 pub mod targets;
 
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
@@ -134,13 +133,25 @@ pub fn compare_with_floor(results: &mut [ScenarioResult]) {
     }
 }
 
-/// Where [`write_files`] wrote.
+/// Where a report's files went.
 #[derive(Debug, Clone)]
 pub struct Written {
-    /// `latest.json`.
+    /// The JSON document.
     pub json: PathBuf,
-    /// `latest.svg`.
+    /// The chart.
     pub svg: PathBuf,
+}
+
+impl Written {
+    /// `dir/stem.json` and `dir/stem.svg`; creates `dir` if missing.
+    pub fn in_dir(dir: &Path, stem: &str) -> Result<Self, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(Self {
+            json: dir.join(format!("{stem}.json")),
+            svg: dir.join(format!("{stem}.svg")),
+        })
+    }
 }
 
 /// Writes `latest.json` and `latest.svg` into `dir` (created if missing).
@@ -151,34 +162,15 @@ pub fn write_files(
     checks: &[targets::TargetCheck],
     load_at_start: Option<String>,
 ) -> Result<Written, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let machine = json::Machine {
-        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load_at_start,
-        load_at_end: json::load_average(),
+    let written = Written::in_dir(dir, "latest")?;
+    let run = json::Run::ending_now(profile, &json::NOTES, load_at_start);
+    let title = format!("statestore: floor vs clients ({})", run.conditions());
+    let document = json::Document {
+        run,
+        scenarios: results,
+        targets: checks,
     };
-    let written = Written {
-        json: dir.join("latest.json"),
-        svg: dir.join("latest.svg"),
-    };
-    let title = format!(
-        "statestore: floor vs clients ({profile} profile, {} CPUs, load {})",
-        machine.cpus,
-        machine.load_at_start.as_deref().unwrap_or("?")
-    );
-    json::write(
-        &written.json,
-        &json::Document {
-            profile,
-            finished_unix_s: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            machine,
-            notes: &json::NOTES,
-            scenarios: results,
-            targets: checks,
-        },
-    )?;
+    json::write(&written.json, &document)?;
     chart::write(&written.svg, results, &title)?;
     Ok(written)
 }

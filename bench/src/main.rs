@@ -298,7 +298,7 @@ fn bindings(args: &BindingsArgs) -> Result<ExitCode, String> {
         );
     }
     bindings_report::compare(&mut results);
-    let checks = bindings_report::evaluate(&results);
+    let checks = flavours::targets::evaluate(&results);
     let mut table = flavours::markdown::render(&probes, &results);
     table.push_str("\nTargets:\n\n");
     for check in &checks {

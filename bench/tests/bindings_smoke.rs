@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use statestore_bench::bindings::report::{self, BindingResult};
 use statestore_bench::bindings::runner::{self, Tools};
-use statestore_bench::bindings::{markdown, BindingsProfile, Flavour};
+use statestore_bench::bindings::{markdown, targets, BindingsProfile, Flavour};
 
 #[test]
 fn rust_flavours_measure_and_a_missing_package_is_unavailable() {
@@ -68,7 +68,7 @@ fn rust_flavours_measure_and_a_missing_package_is_unavailable() {
     assert!(blocking
         .iter()
         .all(|r| r.ratio_to_rust_async.is_some() && r.ratio_to_baseline.is_none()));
-    let checks = report::evaluate(&results);
+    let checks = targets::evaluate(&results);
     assert_eq!(checks.len(), 7);
     let dir = tempfile::tempdir().expect("temp dir");
     let written = report::write_files(dir.path(), profile.name, &probes, &results, &checks, None)

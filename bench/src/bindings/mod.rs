@@ -14,6 +14,7 @@ pub mod markdown;
 pub mod report;
 pub mod runner;
 pub mod rust_driver;
+pub mod targets;
 
 use std::fmt;
 use std::time::Duration;

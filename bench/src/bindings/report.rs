@@ -13,12 +13,9 @@ use crate::drivers::memory::MemoryTrace;
 use crate::figures::{Figures, Outcome};
 use crate::report::json::{self, Run};
 use crate::report::reference::References;
-use crate::report::targets::{check, Checked, TargetCheck};
+use crate::report::targets::TargetCheck;
 use crate::report::Written;
 use crate::scenario::{Broker, Op};
-
-/// Second-half growth of resident memory below which a binding counts as flat, MiB.
-pub const FLAT_MEMORY_MB: f64 = 2.0;
 
 /// The figures of one item, as written to `bindings.json`: the fields of `latest.json`'s
 /// scenarios, plus the flavour, the boundary and memory figures and the ratios.
@@ -212,111 +209,6 @@ pub fn compare(results: &mut [BindingResult]) {
     }
 }
 
-fn in_flight_of(r: &BindingResult) -> usize {
-    r.in_flight.unwrap_or(0)
-}
-
-impl Checked for BindingResult {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn ok(&self) -> bool {
-        BindingResult::ok(self)
-    }
-}
-
-/// The targets of the issue ("at 64 in flight" is the deepest depth of the run).
-pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
-    let deepest = results
-        .iter()
-        .filter(|r| r.is_throughput())
-        .map(in_flight_of)
-        .max()
-        .unwrap_or(64);
-    let deep = move |r: &BindingResult, flavours: &[Flavour]| {
-        r.is_throughput() && in_flight_of(r) == deepest && flavours.contains(&r.flavour)
-    };
-    let single = |r: &BindingResult, flavours: &[Flavour]| {
-        r.is_throughput() && in_flight_of(r) == 1 && flavours.contains(&r.flavour)
-    };
-    let py_node_async = [Flavour::PythonAsync, Flavour::NodePromise];
-    let py_node_all = [
-        Flavour::PythonAsync,
-        Flavour::PythonSync,
-        Flavour::NodePromise,
-        Flavour::NodeSync,
-    ];
-    let bindings = [
-        Flavour::CAsync,
-        Flavour::CBlocking,
-        Flavour::PythonAsync,
-        Flavour::PythonSync,
-        Flavour::NodePromise,
-        Flavour::NodeSync,
-        Flavour::RustAsync,
-        Flavour::RustBlocking,
-    ];
-    vec![
-        check(
-            format!("python-async, node-promise >= 0.80 x rust-async throughput at {deepest} in flight"),
-            results,
-            |r| deep(r, &py_node_async),
-            |r| r.ratio_to_rust_async,
-            |v| v >= 0.8,
-            true,
-        ),
-        check(
-            format!("c-async >= 0.95 x rust-async throughput at {deepest} in flight"),
-            results,
-            |r| deep(r, &[Flavour::CAsync]),
-            |r| r.ratio_to_rust_async,
-            |v| v >= 0.95,
-            true,
-        ),
-        check(
-            "python-sync, node-sync median <= rust-blocking + 15 µs at 1 in flight (µs above)",
-            results,
-            |r| single(r, &[Flavour::PythonSync, Flavour::NodeSync]),
-            |r| r.p50_delta_rust_us,
-            |v| v <= 15.0,
-            false,
-        ),
-        check(
-            "c-blocking median <= rust-blocking + 5 µs at 1 in flight (µs above)",
-            results,
-            |r| single(r, &[Flavour::CBlocking]),
-            |r| r.p50_delta_rust_us,
-            |v| v <= 5.0,
-            false,
-        ),
-        check(
-            format!("python-async, node-promise >= 5 x the by-hand baseline's throughput at {deepest} in flight"),
-            results,
-            |r| deep(r, &py_node_async),
-            |r| r.ratio_to_baseline,
-            |v| v >= 5.0,
-            true,
-        ),
-        check(
-            "Python and Node flavours: median below the by-hand baseline's at 1 in flight (µs above)",
-            results,
-            |r| single(r, &py_node_all),
-            |r| r.p50_delta_baseline_us,
-            |v| v < 0.0,
-            false,
-        ),
-        check(
-            format!("memory flat: <= {FLAT_MEMORY_MB} MiB growth over the second half (MiB)"),
-            results,
-            |r| r.kind == "memory" && bindings.contains(&r.flavour),
-            |r| r.memory.as_ref().map(|m| m.second_half_growth_mb),
-            |v| v <= FLAT_MEMORY_MB,
-            false,
-        ),
-    ]
-}
-
 /// What the figures include, written into bindings.json.
 pub const NOTES: [&str; 9] = [
     "every item runs in fresh processes: Mosquitto (when the cell uses it), the service side (statestore-bench serve: statestore-server with its embedded broker, or attached to Mosquitto) and the flavour's driver",
@@ -417,7 +309,7 @@ mod tests {
             results[5].ratio_to_rust_async, None,
             "no Rust figure at 1 in flight"
         );
-        let checks = evaluate(&results);
+        let checks = crate::bindings::targets::evaluate(&results);
         assert_eq!(checks[0].met, Some(true));
         assert_eq!(checks[4].met, Some(true));
         assert_eq!(checks[1].met, None, "no C figures");

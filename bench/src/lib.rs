@@ -5,8 +5,9 @@
 //! - [`runner`] runs each one in fresh processes: the service side ([`service`]: broker,
 //!   [`echo`] responder or state store server) in one, the load ([`drivers`]) in another
 //!   ([`measurer`]), phases by the [`gate`] and [`window`], figures by [`measure`] and
-//!   [`resources`];
-//! - [`report`] writes the table, `latest.json`, `latest.svg` and the target checks.
+//!   [`resources`] into a [`figures::Measurement`];
+//! - [`report`] writes the table, `latest.json`, `latest.svg` and the target checks;
+//!   [`bindings`] runs every binding flavour and reports through the same pieces.
 //!
 //! [`wire`] and [`mqtt`] hold what the raw requester and the echo responder put on the wire.
 #![warn(missing_docs)]

@@ -1,7 +1,8 @@
 //! The drawing both charts share (`latest.svg`, `bindings.svg`): a grid with one column per
 //! value size and, per broker, one row per metric; each panel plots a figure against requests
 //! in flight, both axes logarithmic (depths go 1 to 256 and figures span decades), one line
-//! per series. The charts only choose what goes into each panel.
+//! per series. The two chart modules only turn their results into [`Point`]s and name the
+//! lines.
 
 use std::path::Path;
 
@@ -104,7 +105,7 @@ fn panel(
         .map(|p| p.figures[metric])
         .filter(|v| *v > 0.0)
         .collect();
-    // Half a step of headroom either way keeps the extreme points off the frame.
+    // A factor of 1.5 either way keeps the extreme points off the frame.
     let (low, high) = if values.is_empty() {
         (1.0, 10.0)
     } else {
@@ -191,6 +192,49 @@ fn compact(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(broker: Broker, line: Option<usize>, in_flight: usize, ops: f64) -> Point {
+        Point {
+            broker,
+            value_size: 16,
+            in_flight,
+            line,
+            figures: [ops, 100.0],
+        }
+    }
+
+    #[test]
+    fn the_legend_names_each_drawn_line_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("chart.svg");
+        let chart = Chart {
+            panel: (300, 200),
+            title_font: 12,
+            empty_depth: 64,
+            axes: ["ops/s", "p50"],
+            lines: vec![("drawn-line", BLACK), ("empty-line", RED)],
+        };
+        let points = [
+            point(Broker::Embedded, Some(0), 1, 1000.0),
+            point(Broker::Embedded, Some(0), 64, 5000.0),
+            point(Broker::Mosquitto, Some(0), 64, 4000.0),
+            // On no line: only widens the axes.
+            point(Broker::Mosquitto, None, 256, 9000.0),
+        ];
+        let brokers = [Broker::Embedded, Broker::Mosquitto];
+        write(&path, "title", &chart, (&brokers, &[16]), &points).expect("written");
+        let svg = std::fs::read_to_string(&path).expect("svg");
+        assert_eq!(svg.matches("\ndrawn-line\n").count(), 1, "{svg}");
+        assert!(
+            !svg.contains("empty-line"),
+            "a line without points has no legend"
+        );
+        assert_eq!(
+            svg.matches("mosquitto, 16B values").count(),
+            2,
+            "two rows per broker"
+        );
+    }
 
     #[test]
     fn tick_labels_are_compact() {

@@ -63,7 +63,9 @@
  *   (and of its locks, leases and elections) with `STATESTORE_ERR_CLOSED` and returns only
  *   after each of their callbacks has run (from inside a callback it cannot wait for the
  *   others: they run after the current callback returns). C++ exceptions must not leave a
- *   callback.
+ *   callback. Opt-in: a client connected with `STATESTORE_CALLBACKS_INLINE` runs its
+ *   completions on the library thread that completed each call instead, where they must not
+ *   block (see `statestore_options_set_callback_mode()`).
  * - PANICS. No Rust panic crosses into C: a bug in the library is caught at the boundary
  *   and reported as `STATESTORE_ERR_INTERNAL`.
  * - FORK. A process that forks keeps working: the parent is unaffected, and the child gets
@@ -436,6 +438,37 @@ enum statestore_lease_state
 typedef enum statestore_lease_state statestore_lease_state;
 #else
 typedef int32_t statestore_lease_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Where the completion callbacks of `_async` calls run (`statestore_options_set_callback_mode()`).
+ */
+enum statestore_callback_mode
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * On the library's dispatcher thread, one at a time (the default): a callback may block
+   * and may call blocking functions of this library.
+   */
+  STATESTORE_CALLBACKS_DISPATCHER = 0,
+  /**
+   * On the library thread that completed the call, as soon as it completes (one thread
+   * switch less per call). Such a callback must return quickly and must not block: it runs
+   * on one of the few threads that complete every call of the process, so a callback that
+   * waits stalls them all. Blocking functions of this library, `statestore_close()` and
+   * `statestore_client_free()` fail there with `STATESTORE_ERR_RUNTIME`; hand the result
+   * to a thread of your own (a queue, an eventfd) for anything slow.
+   */
+  STATESTORE_CALLBACKS_INLINE = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum statestore_callback_mode statestore_callback_mode;
+#else
+typedef int32_t statestore_callback_mode;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -1627,6 +1660,22 @@ statestore_status statestore_observation_close(const struct statestore_observati
  * No pointer is dereferenced.
  */
 statestore_status statestore_observation_free(struct statestore_observation *observation);
+
+/**
+ * Chooses where the completion callbacks of the `_async` calls of clients connected with
+ * these options run: a `statestore_callback_mode` (default `STATESTORE_CALLBACKS_DISPATCHER`).
+ * With `STATESTORE_CALLBACKS_INLINE` every other rule of callbacks holds (exactly one call,
+ * never inside the `_async` function itself, `statestore_close()` completes pending calls and
+ * waits for their callbacks), but callbacks may run on several threads at once, in any
+ * order, and must not block (see `STATESTORE_CALLBACKS_INLINE`). The update function of
+ * `statestore_lock_update_async()`, observation callbacks and the callback of
+ * `statestore_connect_async()` always run on the dispatcher thread.
+ *
+ * # Safety
+ * No pointer is dereferenced.
+ */
+statestore_status statestore_options_set_callback_mode(struct statestore_options *options,
+                                                       int32_t mode);
 
 /**
  * New options: `localhost:1883`, plain TCP, a generated client id, keep-alive 60 s, session

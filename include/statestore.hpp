@@ -365,6 +365,14 @@ public:
                                                                    detail::ms(max)));
         return *this;
     }
+    /** Async completions on the thread that completed the call instead of the dispatcher
+     * (STATESTORE_CALLBACKS_INLINE): one thread switch less per call, but the lambdas must not
+     * block, call blocking methods, or close or destroy the Client. */
+    Options &inline_callbacks(bool on = true) {
+        detail::check(statestore_options_set_callback_mode(
+            handle_.get(), on ? STATESTORE_CALLBACKS_INLINE : STATESTORE_CALLBACKS_DISPATCHER));
+        return *this;
+    }
 
 private:
     friend class Client;

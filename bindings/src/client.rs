@@ -15,11 +15,11 @@ use bytes::Bytes;
 use statestore_core::bindings::{Canceller, Pending};
 use statestore_core::runtime;
 use statestore_core::{
-    Client, ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, Error, Result,
-    SetCondition, SetOptions, SetResult, Value,
+    Client, DeleteOptions, DeleteOutcome, DeleteResult, Error, Result, SetCondition, SetOptions,
+    SetResult, Value,
 };
 
-use crate::options::{statestore_options, OPTIONS};
+use crate::options::{statestore_options, with_settings};
 use crate::reply::{Call, Reply, ToC};
 use crate::status::{c_string, entry, statestore_status};
 use crate::util::{self, c_ptr, put, Handles};
@@ -104,6 +104,8 @@ impl<T, F: Future<Output = Result<T>>> Future for Stoppable<F> {
 pub(crate) struct ClientState {
     pub(crate) client: Client,
     client_id: CString,
+    /// Whether `_async` completions run where the call completed (`STATESTORE_CALLBACKS_INLINE`).
+    inline_callbacks: bool,
     calls: Mutex<Calls>,
     idle: Condvar,
     closing: AtomicBool,
@@ -114,6 +116,10 @@ pub(crate) struct ClientState {
 thread_local! {
     /// Set while a callback of this library runs on this thread.
     static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+    /// Set while an inline callback runs on this (runtime) thread.
+    static IN_INLINE_CALLBACK: Cell<bool> = const { Cell::new(false) };
+    /// Set while an `_async` function registers its completion on this thread.
+    static STARTING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs a C callback (through `call`): marks the thread as inside a callback and keeps any
@@ -182,13 +188,27 @@ impl ClientState {
         self.closed_if_cancelled(result)
     }
 
-    /// Runs `future` on the library's runtime; `done` runs exactly once on the dispatcher
-    /// thread with the result (`STATESTORE_ERR_CLOSED` if the client closes first). Every
-    /// such call is tracked, so that close waits for its callback.
+    /// Runs `future` on the library's runtime; `done` runs exactly once with the result
+    /// (`STATESTORE_ERR_CLOSED` if the client closes first), on the dispatcher thread or, for
+    /// a client with inline callbacks, where the call completed. Every such call is tracked,
+    /// so that close waits for its callback.
     pub(crate) fn call_async<T, F>(
         self: &Arc<Self>,
         future: F,
         done: impl FnOnce(Result<T>) + Send + 'static,
+    ) where
+        T: Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        self.call_async_on(future, done, self.inline_callbacks)
+    }
+
+    /// [`ClientState::call_async`], with `done` on the dispatcher thread unless `inline`.
+    pub(crate) fn call_async_on<T, F>(
+        self: &Arc<Self>,
+        future: F,
+        done: impl FnOnce(Result<T>) + Send + 'static,
+        inline: bool,
     ) where
         T: Send + 'static,
         F: Future<Output = Result<T>> + Send + 'static,
@@ -206,17 +226,35 @@ impl ClientState {
             (pending, id)
         };
         let state = self.clone();
-        pending.on_complete(move |result| {
+        let complete = move |result: Result<T>| {
             let result = state.closed_if_cancelled(result);
             run_callback(|| done(result));
             state.unregister(id);
+        };
+        if !inline {
+            pending.on_complete(complete);
+            return;
+        }
+        let outer = STARTING.with(|s| s.replace(true));
+        pending.on_complete_inline(move |result| {
+            if STARTING.with(Cell::get) {
+                // Already complete, so this runs inside the `_async` function, where no
+                // callback may run: the dispatcher takes it.
+                Pending::ready(result).on_complete(complete);
+            } else {
+                let outer = IN_INLINE_CALLBACK.with(|c| c.replace(true));
+                complete(result);
+                IN_INLINE_CALLBACK.with(|c| c.set(outer));
+            }
         });
+        STARTING.with(|s| s.set(outer));
     }
 
     /// Closes the connection, completes every pending call with `STATESTORE_ERR_CLOSED`, and
     /// (unless called from a callback, which would wait for itself) waits until every
     /// callback has run.
     fn close(&self) -> Result<()> {
+        refuse_in_inline_callback()?;
         if !self.created_here() {
             return Err(Error::Runtime(
                 "this client was created before fork() and its connection belongs to the parent \
@@ -247,11 +285,23 @@ impl ClientState {
     }
 }
 
-fn new_client(client: Client) -> *mut statestore_client {
+/// Close and free wait for the runtime threads; an inline callback runs on one of them.
+fn refuse_in_inline_callback() -> Result<()> {
+    if IN_INLINE_CALLBACK.with(Cell::get) {
+        return Err(Error::Runtime(
+            "a client cannot be closed or freed in an inline callback (STATESTORE_CALLBACKS_INLINE)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+fn new_client(client: Client, inline_callbacks: bool) -> *mut statestore_client {
     let client_id = c_string(client.client_id());
     CLIENTS.insert(Arc::new(ClientState {
         client,
         client_id,
+        inline_callbacks,
         calls: Mutex::default(),
         idle: Condvar::new(),
         closing: AtomicBool::new(false),
@@ -259,15 +309,13 @@ fn new_client(client: Client) -> *mut statestore_client {
     }))
 }
 
-fn options_of(options: *const statestore_options) -> Result<ConnectOptions> {
-    let options = OPTIONS.get(options, "options")?;
-    let options = options.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    Ok(options)
-}
-
 fn connect_op(options: *const statestore_options) -> Result<Call<Client, *mut statestore_client>> {
-    let options = options_of(options)?;
-    Ok(Call::detached(Client::connect(options), new_client))
+    let settings = with_settings(options, |settings| Ok(settings.clone()))?;
+    let inline = settings.inline_callbacks;
+    Ok(Call::detached(
+        Client::connect(settings.connect),
+        move |client| new_client(client, inline),
+    ))
 }
 
 /// Connects to the broker with `options` (not consumed: free it when convenient) and waits
@@ -334,11 +382,13 @@ pub unsafe extern "C" fn statestore_close(client: *mut statestore_client) -> sta
 pub unsafe extern "C" fn statestore_client_free(
     client: *mut statestore_client,
 ) -> statestore_status {
-    entry(|| match CLIENTS.remove(client, "client")? {
-        // In a child after fork() there is nothing to close: the connection is the parent's.
-        Some(state) if state.created_here() => state.close(),
-        _ => Ok(()),
-    })
+    entry(
+        || match refuse_in_inline_callback().and_then(|()| CLIENTS.remove(client, "client"))? {
+            // In a child after fork() there is nothing to close: the connection is the parent's.
+            Some(state) if state.created_here() => state.close(),
+            _ => Ok(()),
+        },
+    )
 }
 
 /// The MQTT client id (generated when the options had none). `*client_id` is borrowed: valid

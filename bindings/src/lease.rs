@@ -349,12 +349,15 @@ where
         match reply {
             Reply::Call(callback) => {
                 let owner = client.clone();
-                // The first phase's completion runs on the dispatcher, like any callback:
-                // the update function may block there without stalling the runtime.
-                client.call_async(begin, move |txn| match txn {
+                // The first phase's completion runs on the dispatcher (also for a client with
+                // inline callbacks): the update function may block there without stalling
+                // the runtime.
+                let next = move |txn| match txn {
                     Ok(txn) => decide(&owner, update, user, txn).spawn(callback),
                     Err(error) => callback.deliver::<Option<OwnedValue>>(Err(error)),
-                });
+                };
+                // Never inline: the update function may block.
+                client.call_async_on(begin, next, false);
                 Ok(())
             }
             reply => {

@@ -17,12 +17,83 @@ pub struct statestore_options {
     _private: [u8; 0],
 }
 
-pub(crate) static OPTIONS: Handles<Mutex<ConnectOptions>> = Handles::new(2, "statestore_options");
+/// What an options handle holds: core's connection settings, and how the client made from
+/// them calls back.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) connect: ConnectOptions,
+    pub(crate) inline_callbacks: bool,
+}
 
-fn new_options(options: ConnectOptions, out: *mut *mut statestore_options) -> Result<()> {
+pub(crate) static OPTIONS: Handles<Mutex<Settings>> = Handles::new(2, "statestore_options");
+
+fn new_options(connect: ConnectOptions, out: *mut *mut statestore_options) -> Result<()> {
     unsafe { util::out_ptr(out, "options") }?;
-    unsafe { out.write(OPTIONS.insert(Arc::new(Mutex::new(options)))) };
+    let settings = Settings {
+        connect,
+        inline_callbacks: false,
+    };
+    unsafe { out.write(OPTIONS.insert(Arc::new(Mutex::new(settings)))) };
     Ok(())
+}
+
+/// The settings behind `options`, for the duration of `f`.
+pub(crate) fn with_settings<T>(
+    options: *const statestore_options,
+    f: impl FnOnce(&mut Settings) -> Result<T>,
+) -> Result<T> {
+    let handle = OPTIONS.get(options, "options")?;
+    let mut settings = handle.lock().unwrap_or_else(|e| e.into_inner());
+    f(&mut settings)
+}
+
+/// Where the completion callbacks of `_async` calls run (`statestore_options_set_callback_mode()`).
+#[allow(non_camel_case_types)]
+#[repr(i32)]
+pub enum statestore_callback_mode {
+    /// On the library's dispatcher thread, one at a time (the default): a callback may block
+    /// and may call blocking functions of this library.
+    STATESTORE_CALLBACKS_DISPATCHER = 0,
+    /// On the library thread that completed the call, as soon as it completes (one thread
+    /// switch less per call). Such a callback must return quickly and must not block: it runs
+    /// on one of the few threads that complete every call of the process, so a callback that
+    /// waits stalls them all. Blocking functions of this library, `statestore_close()` and
+    /// `statestore_client_free()` fail there with `STATESTORE_ERR_RUNTIME`; hand the result
+    /// to a thread of your own (a queue, an eventfd) for anything slow.
+    STATESTORE_CALLBACKS_INLINE = 1,
+}
+
+/// Chooses where the completion callbacks of the `_async` calls of clients connected with
+/// these options run: a `statestore_callback_mode` (default `STATESTORE_CALLBACKS_DISPATCHER`).
+/// With `STATESTORE_CALLBACKS_INLINE` every other rule of callbacks holds (exactly one call,
+/// never inside the `_async` function itself, `statestore_close()` completes pending calls and
+/// waits for their callbacks), but callbacks may run on several threads at once, in any
+/// order, and must not block (see `STATESTORE_CALLBACKS_INLINE`). The update function of
+/// `statestore_lock_update_async()`, observation callbacks and the callback of
+/// `statestore_connect_async()` always run on the dispatcher thread.
+///
+/// # Safety
+/// No pointer is dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_options_set_callback_mode(
+    options: *mut statestore_options,
+    mode: i32,
+) -> statestore_status {
+    entry(|| {
+        let inline = match mode {
+            0 => false,
+            1 => true,
+            other => {
+                return Err(statestore_core::Error::InvalidArgument(format!(
+                    "mode is {other}, not a statestore_callback_mode"
+                )))
+            }
+        };
+        with_settings(options, |settings| {
+            settings.inline_callbacks = inline;
+            Ok(())
+        })
+    })
 }
 
 /// New options: `localhost:1883`, plain TCP, a generated client id, keep-alive 60 s, session
@@ -67,9 +138,7 @@ pub unsafe extern "C" fn statestore_options_free(
 }
 
 fn apply(options: *mut statestore_options, name: &str, value: OptionValue) -> Result<()> {
-    let options = OPTIONS.get(options, "options")?;
-    let mut options = options.lock().unwrap_or_else(|e| e.into_inner());
-    options.set_option(name, value)
+    with_settings(options, |settings| settings.connect.set_option(name, value))
 }
 
 fn set(options: *mut statestore_options, name: &str, value: OptionValue) -> statestore_status {
@@ -299,24 +368,24 @@ pub unsafe extern "C" fn statestore_options_set_reconnect_backoff_ms(
     max_ms: u64,
 ) -> statestore_status {
     entry(|| {
-        let handle = OPTIONS.get(options, "options")?;
-        let mut options = handle.lock().unwrap_or_else(|e| e.into_inner());
         if initial_ms == 0 || max_ms < initial_ms {
             return Err(statestore_core::Error::InvalidArgument(format!(
                 "reconnect backoff must satisfy 0 < initial_ms <= max_ms, got {initial_ms} and {max_ms}"
             )));
         }
-        // Both or neither: a half-applied pair could be refused at connect.
-        let mut changed = options.clone();
-        changed.set_option(
-            "reconnect_initial_delay",
-            OptionValue::Duration(Duration::from_millis(initial_ms)),
-        )?;
-        changed.set_option(
-            "reconnect_max_delay",
-            OptionValue::Duration(Duration::from_millis(max_ms)),
-        )?;
-        *options = changed;
-        Ok(())
+        with_settings(options, |settings| {
+            // Both or neither: a half-applied pair could be refused at connect.
+            let mut changed = settings.connect.clone();
+            changed.set_option(
+                "reconnect_initial_delay",
+                OptionValue::Duration(Duration::from_millis(initial_ms)),
+            )?;
+            changed.set_option(
+                "reconnect_max_delay",
+                OptionValue::Duration(Duration::from_millis(max_ms)),
+            )?;
+            settings.connect = changed;
+            Ok(())
+        })
     })
 }

@@ -115,6 +115,14 @@ static void on_set_then_close(void *user, statestore_status st, const char *msg,
     waiter_add(&done);
 }
 
+/* Holds the dispatcher (callbacks run one at a time) until the main thread opens the gate. */
+static waiter holding = WAITER_INIT, gate = WAITER_INIT;
+static void on_hold(void *user, statestore_status st, const char *msg, const statestore_value *v) {
+    CHECK(user == NULL && st == STATESTORE_OK && msg == NULL && v == NULL);
+    waiter_add(&holding);
+    waiter_wait(&gate, 1);
+}
+
 static waiter later = WAITER_INIT;
 static void on_late(void *user, statestore_status st, const char *msg, const statestore_set_result *res) {
     (void)msg;
@@ -224,12 +232,18 @@ int main(void) {
     /* close and free from inside a callback, with another call still pending behind it */
     closer c = {test_connect(), STATESTORE_OK, STATESTORE_OK, 0};
     statestore_status late_status = STATESTORE_OK;
+    /* the first callback may not run (and free the client) before the second call is made */
+    statestore_client *holder = test_connect();
+    OK(statestore_get_async(holder, K(k), -1, on_hold, NULL));
+    waiter_wait(&holding, 1);
     OK(statestore_set_async(c.client, K(k), K("x"), NULL, on_set_then_close, &c));
     OK(statestore_set_async(c.client, K(k), K("y"), NULL, on_late, &late_status));
+    waiter_add(&gate);
     waiter_wait(&done, ++expected);
     waiter_wait(&later, 1);
     CHECK(c.calls == 1 && c.close_status == STATESTORE_OK && c.free_status == STATESTORE_OK);
     CHECK(late_status == STATESTORE_OK || late_status == STATESTORE_ERR_CLOSED);
+    OK(statestore_client_free(holder));
 
     /* the log callback gets the library's records */
     statestore_client *c2 = test_connect();

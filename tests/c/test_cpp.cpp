@@ -173,6 +173,19 @@ int main() {
         });
         CHECK(relocked.get_future().get());
 
+        // inline callbacks: the lambda runs off the caller's thread, exactly once
+        {
+            statestore::Options fast;
+            fast.host("127.0.0.1").set("port", std::getenv("STATESTORE_TEST_PORT")).inline_callbacks();
+            auto quick = statestore::Client::connect(fast);
+            std::promise<std::thread::id> where;
+            quick.get_async(k, [&](statestore::Result<std::optional<statestore::Value>> r) {
+                CHECK(r.ok());
+                where.set_value(std::this_thread::get_id());
+            });
+            CHECK(where.get_future().get() != std::this_thread::get_id());
+        }
+
         // lease and election
         auto lease = client.lease(key("lease"), "me");
         auto token = lease.acquire(5s, 10s);

@@ -455,8 +455,9 @@ enum statestore_callback_mode
    */
   STATESTORE_CALLBACKS_DISPATCHER = 0,
   /**
-   * On the library thread that completed the call, as soon as it completes (one thread
-   * switch less per call). Such a callback must return quickly and must not block: it runs
+   * On the thread that completed the call, as soon as it completes (one thread switch less
+   * per call): a library thread, or for a call that `statestore_close()` ends, the thread
+   * calling it, before it returns. Such a callback must return quickly and must not block: it runs
    * on one of the few threads that complete every call of the process, so a callback that
    * waits stalls them all. Blocking functions of this library, `statestore_close()` and
    * `statestore_client_free()` fail there with `STATESTORE_ERR_RUNTIME`; hand the result

@@ -206,3 +206,37 @@ fn boundary(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
         "ns_per_call": elapsed.as_nanos() as f64 / calls as f64,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bindings::runner::DriverOutput;
+    use crate::figures::{Figures, Measurement, Outcome};
+
+    #[test]
+    fn the_result_line_reads_back_as_a_driver_output() {
+        let measured = Measured {
+            measurement: Measurement {
+                outcome: Outcome {
+                    ops: 7,
+                    errors: 1,
+                    error: Some("boom".to_owned()),
+                },
+                figures: Figures {
+                    ops_per_sec: 1234.5,
+                    p50_us: 80.0,
+                    peak_rss_mb: Some(21.5),
+                    ..Figures::default()
+                },
+            },
+            memory: None,
+        };
+        let out: DriverOutput = serde_json::from_value(figures(measured)).expect("parses");
+        assert_eq!((out.ops, out.errors), (Some(7), Some(1)));
+        assert_eq!(out.error.as_deref(), Some("boom"));
+        assert_eq!(out.ops_per_sec, Some(1234.5));
+        assert_eq!(out.p50_us, Some(80.0));
+        assert_eq!(out.peak_rss_mb, Some(21.5));
+        assert!(out.memory.is_none());
+    }
+}

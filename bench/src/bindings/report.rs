@@ -1,6 +1,6 @@
 //! What a bindings run produces: one [`BindingResult`] per item, compared with the Rust
-//! clients and the by-hand baselines of the same cell, checked against the targets of the
-//! issue, written as `bindings.json` and `bindings.svg` (the Markdown tables are
+//! clients and the by-hand baselines of the same cell, written as `bindings.json` and
+//! `bindings.svg` (the targets are [`super::targets`]'s, the Markdown tables
 //! [`super::markdown`]'s).
 
 use std::path::Path;

@@ -54,24 +54,6 @@ where
     }))
 }
 
-/// [`spawn`] for an object created in process `pid`: in a forked child the call fails at once
-/// with the `RUNTIME` error (the object's connection stayed in the parent) instead of waiting.
-pub fn spawn_for<T, F, C>(pid: u32, future: F, conv: C) -> Call
-where
-    T: Send + 'static,
-    F: Future<Output = Result<T>> + Send + 'static,
-    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
-{
-    if pid != std::process::id() {
-        return Call::failed(statestore::Error::Runtime(
-            "this object was created before fork and its connection belongs to the parent \
-             process: create a new client in the child"
-                .into(),
-        ));
-    }
-    spawn(future, conv)
-}
-
 /// Runs `future` to its end on the calling thread (core's `runtime::block_on`: polled here
 /// under the runtime's handle, so the answer wakes this thread directly), checking for
 /// signals every [`SLICE`]; a signal handler that raises (Ctrl-C) drops, so cancels, the call.

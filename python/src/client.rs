@@ -140,33 +140,13 @@ fn condition(name: &str) -> PyResult<SetCondition> {
 pub struct Client {
     pub inner: CoreClient,
     pub decode: bool,
-    /// The process that connected: after `fork` the client's connection lives in the parent.
-    pub pid: u32,
-}
-
-/// Fails with the `RUNTIME` error in a forked child using an object of its parent (whose
-/// connection and tasks stayed in the parent), instead of letting the call time out.
-// TODO(core): the async core Client could refuse this itself, as the blocking one does.
-pub fn check_fork(pid: u32) -> PyResult<()> {
-    if pid == std::process::id() {
-        return Ok(());
-    }
-    let error = statestore::Error::Runtime(
-        "this client was created before fork and its connection belongs to the parent process: \
-         create a new client in the child"
-            .into(),
-    );
-    Err(Python::attach(|py| crate::errors::to_py(py, &error)))
 }
 
 impl Client {
     fn conv_client(
         decode: bool,
     ) -> impl FnOnce(Python<'_>, CoreClient) -> PyResult<Py<PyAny>> + Send {
-        move |py, inner| {
-            let pid = std::process::id();
-            Ok(Py::new(py, Client { inner, decode, pid })?.into_any())
-        }
+        move |py, inner| Ok(Py::new(py, Client { inner, decode })?.into_any())
     }
 }
 
@@ -243,7 +223,6 @@ impl Client {
         persist: bool,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Call> {
-        check_fork(self.pid)?;
         let key = bytes_arg(key, "key")?;
         let value = bytes_arg(value, "value")?;
         let mut options = SetOptions::default()
@@ -276,7 +255,6 @@ impl Client {
 
     #[pyo3(signature = (key, timeout = None))]
     fn get(&self, key: &Bound<'_, PyAny>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Call> {
-        check_fork(self.pid)?;
         let key = bytes_arg(key, "key")?;
         let timeout = secs_arg(timeout, "timeout")?;
         let client = self.inner.clone();
@@ -304,7 +282,6 @@ impl Client {
         fencing_token: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Call> {
-        check_fork(self.pid)?;
         let key = bytes_arg(key, "key")?;
         let options = delete_options(fencing_token, timeout)?;
         let client = self.inner.clone();
@@ -322,7 +299,6 @@ impl Client {
         fencing_token: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Call> {
-        check_fork(self.pid)?;
         let key = bytes_arg(key, "key")?;
         let value = bytes_arg(value, "value")?;
         let options = delete_options(fencing_token, timeout)?;
@@ -335,7 +311,6 @@ impl Client {
 
     /// A pager over the keys matching `pattern` (SCAN).
     fn keys(&self, pattern: &Bound<'_, PyAny>) -> PyResult<KeyPager> {
-        check_fork(self.pid)?;
         let keys = self
             .inner
             .keys(bytes_arg(pattern, "pattern")?)
@@ -348,7 +323,6 @@ impl Client {
 
     /// Starts observing `key`: a `Call` giving an `Observation`.
     fn observe(&self, key: &Bound<'_, PyAny>) -> PyResult<Call> {
-        check_fork(self.pid)?;
         let key = bytes_arg(key, "key")?;
         let client = self.inner.clone();
         let decode = self.decode;
@@ -360,7 +334,6 @@ impl Client {
 
     /// Ends every observation of `key` on this client.
     fn unobserve(&self, key: &Bound<'_, PyAny>) -> PyResult<Call> {
-        check_fork(self.pid)?;
         let key = bytes_arg(key, "key")?;
         let client = self.inner.clone();
         Ok(spawn(

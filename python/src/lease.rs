@@ -12,7 +12,7 @@ use statestore::lease::{
 };
 use statestore::{Error, Result};
 
-use crate::call::{spawn_for, Call};
+use crate::call::{spawn, Call};
 use crate::client::{out_bytes, Client};
 use crate::convert::{bytes_arg, secs_arg, secs_required, Version};
 use crate::errors::to_py;
@@ -105,7 +105,6 @@ fn loss_stream(lease: &CoreLease, decode: bool) -> Observation {
 pub struct Lease {
     lease: CoreLease,
     decode: bool,
-    pid: u32,
 }
 
 #[pymethods]
@@ -124,7 +123,6 @@ impl Lease {
         Ok(Lease {
             lease,
             decode: client.decode,
-            pid: client.pid,
         })
     }
 
@@ -178,8 +176,7 @@ impl Lease {
         let ttl = secs_required(ttl, "ttl")?;
         let lease = self.lease.clone();
         let decode = self.decode;
-        Ok(spawn_for(
-            self.pid,
+        Ok(spawn(
             async move { lease.try_acquire(ttl).await },
             move |py, o| acquire_result(py, o, decode),
         ))
@@ -194,8 +191,7 @@ impl Lease {
         let ttl = secs_required(ttl, "ttl")?;
         let timeout = secs_arg(timeout, "timeout")?;
         let lease = self.lease.clone();
-        Ok(spawn_for(
-            self.pid,
+        Ok(spawn(
             async move {
                 match timeout {
                     Some(timeout) => lease.acquire_timeout(ttl, timeout).await,
@@ -208,24 +204,21 @@ impl Lease {
 
     fn renew(&self) -> Call {
         let lease = self.lease.clone();
-        spawn_for(self.pid, async move { lease.renew().await }, none)
+        spawn(async move { lease.renew().await }, none)
     }
 
     /// Releases (VDEL with the holder name); the result says whether a key was deleted.
     fn release(&self) -> Call {
         let lease = self.lease.clone();
-        spawn_for(
-            self.pid,
-            async move { lease.release().await },
-            |py, deleted: bool| Ok(deleted.into_pyobject(py)?.to_owned().into_any().unbind()),
-        )
+        spawn(async move { lease.release().await }, |py, deleted: bool| {
+            Ok(deleted.into_pyobject(py)?.to_owned().into_any().unbind())
+        })
     }
 
     /// The current holder name read from the service (`None`: free).
     fn holder(&self) -> Call {
         let lease = self.lease.clone();
-        spawn_for(
-            self.pid,
+        spawn(
             async move { lease.holder().await },
             optional_bytes(self.decode),
         )
@@ -243,7 +236,6 @@ impl Lease {
 pub struct Lock {
     lock: CoreLock,
     decode: bool,
-    pid: u32,
 }
 
 #[pymethods]
@@ -267,7 +259,6 @@ impl Lock {
         Ok(Lock {
             lock,
             decode: client.decode,
-            pid: client.pid,
         })
     }
 
@@ -284,18 +275,15 @@ impl Lock {
     fn lock(&self) -> Call {
         let lock = self.lock.clone();
         let decode = self.decode;
-        spawn_for(
-            self.pid,
-            async move { lock.lock().await },
-            move |py, guard| Ok(Py::new(py, LockGuard::new(guard, decode))?.into_any()),
-        )
+        spawn(async move { lock.lock().await }, move |py, guard| {
+            Ok(Py::new(py, LockGuard::new(guard, decode))?.into_any())
+        })
     }
 
     fn try_lock(&self) -> Call {
         let lock = self.lock.clone();
         let decode = self.decode;
-        spawn_for(
-            self.pid,
+        spawn(
             async move { lock.try_lock().await },
             move |py, guard| match guard {
                 Some(guard) => Ok(Py::new(py, LockGuard::new(guard, decode))?.into_any()),
@@ -306,8 +294,7 @@ impl Lock {
 
     fn holder(&self) -> Call {
         let lock = self.lock.clone();
-        spawn_for(
-            self.pid,
+        spawn(
             async move { lock.holder().await },
             optional_bytes(self.decode),
         )
@@ -319,8 +306,7 @@ impl Lock {
         let key = bytes_arg(key, "key")?;
         let lock = self.lock.clone();
         let decode = self.decode;
-        Ok(spawn_for(
-            self.pid,
+        Ok(spawn(
             async move { lock.begin_update(key).await },
             move |py, txn| {
                 Ok(Py::new(
@@ -328,7 +314,6 @@ impl Lock {
                     Update {
                         txn: Mutex::new(Some(txn)),
                         decode,
-                        pid: std::process::id(),
                     },
                 )?
                 .into_any())
@@ -344,13 +329,11 @@ pub struct LockGuard {
     token: Version,
     lease: CoreLease,
     decode: bool,
-    pid: u32,
 }
 
 impl LockGuard {
     fn new(guard: CoreGuard, decode: bool) -> LockGuard {
         LockGuard {
-            pid: std::process::id(),
             token: Version(guard.fencing_token().clone()),
             lease: guard.lease().clone(),
             guard: Mutex::new(Some(guard)),
@@ -388,14 +371,13 @@ impl LockGuard {
 
     fn renew(&self) -> Call {
         let lease = self.lease.clone();
-        spawn_for(self.pid, async move { lease.renew().await }, none)
+        spawn(async move { lease.renew().await }, none)
     }
 
     /// Releases the lock and waits for the answer (idempotent).
     fn release(&self) -> Call {
         let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner()).take();
-        spawn_for(
-            self.pid,
+        spawn(
             async move {
                 match guard {
                     Some(guard) => guard.release().await,
@@ -416,7 +398,6 @@ impl LockGuard {
 pub struct Update {
     txn: Mutex<Option<UpdateTxn>>,
     decode: bool,
-    pid: u32,
 }
 
 impl Update {
@@ -461,8 +442,7 @@ impl Update {
         };
         let decode = self.decode;
         let txn = self.take();
-        Ok(spawn_for(
-            self.pid,
+        Ok(spawn(
             async move { txn?.commit(value).await },
             optional_bytes(decode),
         ))
@@ -471,7 +451,7 @@ impl Update {
     /// Releases the lock without writing.
     fn abort(&self) -> Call {
         let txn = self.take();
-        spawn_for(self.pid, async move { txn?.abort().await }, none)
+        spawn(async move { txn?.abort().await }, none)
     }
 }
 
@@ -480,7 +460,6 @@ impl Update {
 pub struct Election {
     election: CoreElection,
     decode: bool,
-    pid: u32,
 }
 
 #[pymethods]
@@ -498,7 +477,6 @@ impl Election {
         Ok(Election {
             election: raise(CoreElection::new(&client.inner, name, candidate, ttl))?,
             decode: client.decode,
-            pid: client.pid,
         })
     }
 
@@ -526,8 +504,7 @@ impl Election {
     fn campaign(&self, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Call> {
         let timeout = secs_arg(timeout, "timeout")?;
         let election = self.election.clone();
-        Ok(spawn_for(
-            self.pid,
+        Ok(spawn(
             async move {
                 match timeout {
                     Some(timeout) => election.campaign_timeout(timeout).await,
@@ -541,8 +518,7 @@ impl Election {
     fn try_campaign(&self) -> Call {
         let election = self.election.clone();
         let decode = self.decode;
-        spawn_for(
-            self.pid,
+        spawn(
             async move { election.try_campaign().await },
             move |py, o| acquire_result(py, o, decode),
         )
@@ -550,13 +526,12 @@ impl Election {
 
     fn resign(&self) -> Call {
         let election = self.election.clone();
-        spawn_for(self.pid, async move { election.resign().await }, none)
+        spawn(async move { election.resign().await }, none)
     }
 
     fn leader(&self) -> Call {
         let election = self.election.clone();
-        spawn_for(
-            self.pid,
+        spawn(
             async move { election.leader().await },
             optional_bytes(self.decode),
         )
@@ -566,8 +541,7 @@ impl Election {
     fn observe(&self) -> Call {
         let election = self.election.clone();
         let decode = self.decode;
-        spawn_for(
-            self.pid,
+        spawn(
             async move {
                 let key = election.name().clone();
                 Ok(EventStream::from_leader(election.observe().await?, key))

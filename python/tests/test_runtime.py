@@ -209,6 +209,72 @@ def test_fork_child_gets_its_own_client(server: LocalStateStore, key: str) -> No
     parent.close()
 
 
+def test_fork_every_inherited_object_fails_at_once(server: LocalStateStore, key: str) -> None:
+    """Core refuses, in a forked child, every operation of an object made in the parent that
+    needs the parent's connection (the binding does not check the process itself)."""
+    parent = Client.connect(server.host, server.port, default_timeout=10)
+    lease = parent.lease(key + "lease", "parent")
+    lease.acquire(30.0)
+    lock = parent.lock(key + "lock", 30.0)
+    guard = lock.acquire()
+    election = parent.election(key + "election", "parent", 30.0)
+    election.campaign()
+    obs = parent.observe(key)
+    loop = asyncio.new_event_loop()
+    aparent = loop.run_until_complete(AsyncClient.connect(server.host, server.port, default_timeout=10))
+    calls = {
+        "get": lambda: parent.get(key),
+        "set": lambda: parent.set(key, "child"),
+        "delete": lambda: parent.delete(key),
+        "vdel": lambda: parent.vdel(key, "x"),
+        "keys": lambda: list(parent.keys("*")),
+        "observe": lambda: parent.observe(key + "2"),
+        "unobserve": lambda: parent.unobserve(key),
+        "observation.next": lambda: obs.next(timeout=5),
+        "lease.renew": lease.renew,
+        "lease.holder": lease.holder,
+        "lease.release": lease.release,
+        "lock.try_acquire": lock.try_acquire,
+        "lock.holder": lock.holder,
+        "lock.update": lambda: lock.update(key, lambda old: "child"),
+        "guard.renew": guard.renew,
+        "guard.release": guard.release,
+        "election.leader": election.leader,
+        "election.try_campaign": election.try_campaign,
+        "election.resign": election.resign,
+        "async get": lambda: asyncio.new_event_loop().run_until_complete(aparent.get(key)),
+        "async set": lambda: asyncio.new_event_loop().run_until_complete(aparent.set(key, "child")),
+    }
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: reports each call that did not raise statestore.RuntimeError
+        wrong = []
+        try:
+            for name, call in calls.items():
+                try:
+                    call()
+                    wrong.append(f"{name}: no error")
+                except statestore.RuntimeError:
+                    pass
+                except BaseException as e:  # noqa: BLE001 - reported to the parent
+                    wrong.append(f"{name}: {type(e).__name__}: {e}")
+            os.write(write, "\n".join(wrong).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        wrong = f.read()
+    os.waitpid(pid, 0)
+    assert wrong == "", wrong
+    # The parent's objects are untouched.
+    assert lease.held and guard.held and election.is_leader
+    parent.set(key, "parent")
+    assert obs.next(timeout=10).value == b"parent"  # type: ignore[union-attr]
+    loop.run_until_complete(aparent.close())
+    loop.close()
+    parent.close()
+
+
 def test_exit_with_open_clients_and_observations(server: LocalStateStore, key: str) -> None:
     r = run_python(
         f"""

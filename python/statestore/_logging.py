@@ -102,11 +102,14 @@ def _stop() -> None:
 def _start(core: int) -> None:
     """Forwards records at ``core`` and more severe; under ``_lock``."""
     global _queue, _thread, _level
-    if _queue is None:
-        _queue = _native.LogQueue()
-        _thread = threading.Thread(target=_drain, args=(_queue,), name="statestore-logging", daemon=True)
+    if _queue is not None:
+        _queue.forward(core)
+    else:
+        queue = _native.LogQueue()
+        queue.forward(core)  # first: if core refuses, no thread is left waiting for nothing
+        _queue = queue
+        _thread = threading.Thread(target=_drain, args=(queue,), name="statestore-logging", daemon=True)
         _thread.start()
-    _queue.forward(core)
     _level = core
 
 

@@ -14,6 +14,46 @@ export type Bytes = string | Buffer | Uint8Array
  */
 export type Version = string
 
+/**
+ * `options.signal` of Promise methods (like `fs/promises` and `fetch`): a signal that is
+ * already aborted rejects the call at once without sending anything; aborting it later cancels
+ * the call in the library and rejects with an `AbortError` (`name: 'AbortError'`,
+ * `code: 'ABORT_ERR'`, `cause: signal.reason`). A write cancelled after it was sent may still
+ * be applied. Aborting after the call settled does nothing. The Sync twins take no signal.
+ */
+export interface Abortable {
+  signal?: AbortSignal
+}
+
+/** The `AbortError` an aborted call rejects with. */
+export interface AbortError extends Error {
+  name: 'AbortError'
+  code: 'ABORT_ERR'
+  /** The signal's `reason`. */
+  cause: unknown
+}
+
+/** Severity of a log record, from the most to the least severe. */
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace'
+
+/** One record of the library's log. */
+export interface LogRecord {
+  level: LogLevel
+  /** The module that logged it, e.g. `'statestore::client::event_loop'`. */
+  target: string
+  /** The message, followed by the record's fields as `name=value` (`error=...`). */
+  message: string
+}
+
+/**
+ * Delivers the library's log records (reconnects, refused renewals, dropped notifications...)
+ * at `options.level` (default `'info'`) and more severe to `handler`, on the calling thread
+ * (each worker thread sets its own); `null` stops, and no record reaches a removed handler.
+ * A handler never keeps the process alive; records that come faster than the thread takes
+ * them are dropped rather than slowing the library down. Secrets never appear in records.
+ */
+export declare function setLogHandler(handler: ((record: LogRecord) => void) | null, options?: { level?: LogLevel }): void
+
 /** Orders two versions or fencing tokens: negative, zero or positive. */
 export declare function compareVersions(a: Version, b: Version): number
 
@@ -256,20 +296,21 @@ export interface LockOptions {
 export declare class Lock<V = Buffer> {
   private constructor()
   readonly name: V
-  /** Waits until acquired (or the timeout). */
-  lock(): Promise<LockGuard<V>>
+  /** Waits until acquired (or the timeout; `signal` aborts the wait). */
+  lock(options?: Abortable): Promise<LockGuard<V>>
   lockSync(): LockGuard<V>
   /** One attempt: `null` if someone else holds it. */
-  tryLock(): Promise<LockGuard<V> | null>
+  tryLock(options?: Abortable): Promise<LockGuard<V> | null>
   tryLockSync(): LockGuard<V> | null
   /** The current holder's name, or null. */
   holder(): Promise<V | null>
   holderSync(): V | null
   /**
    * Acquire, read `key`, write `fn(old)` with the fencing token (`null`/`undefined` deletes),
-   * release; returns what was written. If `fn` throws, nothing is written.
+   * release; returns what was written. If `fn` throws, nothing is written. `signal` aborts
+   * the wait for the lock, and the update until its write is sent (then nothing is written).
    */
-  update(key: Bytes, fn: (old: V | null) => Bytes | null | undefined | Promise<Bytes | null | undefined>): Promise<V | null>
+  update(key: Bytes, fn: (old: V | null) => Bytes | null | undefined | Promise<Bytes | null | undefined>, options?: Abortable): Promise<V | null>
   updateSync(key: Bytes, fn: (old: V | null) => Bytes | null | undefined): V | null
 }
 
@@ -284,10 +325,10 @@ export interface AcquireResult<V = Buffer> {
 /** A lease on one key under one holder name. */
 export declare class Lease<V = Buffer> {
   private constructor()
-  tryAcquire(options: { ttl: number }): Promise<AcquireResult<V>>
+  tryAcquire(options: { ttl: number } & Abortable): Promise<AcquireResult<V>>
   tryAcquireSync(options: { ttl: number }): AcquireResult<V>
   /** Waits until acquired (or `timeout` ms): the fencing token. */
-  acquire(options: { ttl: number; timeout?: number }): Promise<Version>
+  acquire(options: { ttl: number; timeout?: number } & Abortable): Promise<Version>
   acquireSync(options: { ttl: number; timeout?: number }): Version
   renew(): Promise<void>
   renewSync(): void
@@ -301,7 +342,7 @@ export declare class Lease<V = Buffer> {
   /** The lease's state now. */
   readonly state: { state: 'notHeld' | 'held' | 'lost'; fencingToken: Version | null; loss: Loss | null }
   /** Waits until not held: the loss, or null if released (or never held); STATESTORE_TIMEOUT after `timeout` ms. */
-  lost(options?: { timeout?: number }): Promise<Loss | null>
+  lost(options?: { timeout?: number } & Abortable): Promise<Loss | null>
   lostSync(options?: { timeout?: number }): Loss | null
   /** A stream with one `lost` event when the lease is lost. */
   lossEvents(): Observation<V>
@@ -311,9 +352,9 @@ export declare class Lease<V = Buffer> {
 export declare class Election<V = Buffer> {
   private constructor()
   /** Waits until elected (or `timeout` ms): the fencing token. */
-  campaign(options?: { timeout?: number }): Promise<Version>
+  campaign(options?: { timeout?: number } & Abortable): Promise<Version>
   campaignSync(options?: { timeout?: number }): Version
-  tryCampaign(): Promise<AcquireResult<V>>
+  tryCampaign(options?: Abortable): Promise<AcquireResult<V>>
   tryCampaignSync(): AcquireResult<V>
   resign(): Promise<void>
   resignSync(): void
@@ -375,15 +416,15 @@ export declare class Client<V = Buffer> {
   readonly clientId: string
   readonly isClosed: boolean
 
-  set(key: Bytes, value: Bytes, options?: SetOptions): Promise<SetResult>
+  set(key: Bytes, value: Bytes, options?: SetOptions & Abortable): Promise<SetResult>
   setSync(key: Bytes, value: Bytes, options?: SetOptions): SetResult
   /** The value and version, or null when the key does not exist. */
-  get(key: Bytes, options?: GetOptions): Promise<ValueResult<V> | null>
+  get(key: Bytes, options?: GetOptions & Abortable): Promise<ValueResult<V> | null>
   getSync(key: Bytes, options?: GetOptions): ValueResult<V> | null
-  delete(key: Bytes, options?: DeleteOptions): Promise<DeleteResult>
+  delete(key: Bytes, options?: DeleteOptions & Abortable): Promise<DeleteResult>
   deleteSync(key: Bytes, options?: DeleteOptions): DeleteResult
   /** Deletes `key` only if it holds `value`. */
-  vdel(key: Bytes, value: Bytes, options?: DeleteOptions): Promise<DeleteResult>
+  vdel(key: Bytes, value: Bytes, options?: DeleteOptions & Abortable): Promise<DeleteResult>
   vdelSync(key: Bytes, value: Bytes, options?: DeleteOptions): DeleteResult
   /** Notifications of `key` (await `.ready` before relying on seeing a change). */
   observe(key: Bytes): Observation<V>
@@ -396,9 +437,10 @@ export declare class Client<V = Buffer> {
   keysSync(pattern: Bytes): KeyIterator<V>
   lease(key: Bytes, holder: Bytes, options?: { autoRenew?: boolean }): Lease<V>
   createLock(name: Bytes, options: LockOptions): Lock<V>
-  lock(name: Bytes, options: LockOptions): Promise<LockGuard<V>>
+  /** Waits for the lock `name` (`signal` aborts the wait). */
+  lock(name: Bytes, options: LockOptions & Abortable): Promise<LockGuard<V>>
   lockSync(name: Bytes, options: LockOptions): LockGuard<V>
-  tryLock(name: Bytes, options: LockOptions): Promise<LockGuard<V> | null>
+  tryLock(name: Bytes, options: LockOptions & Abortable): Promise<LockGuard<V> | null>
   tryLockSync(name: Bytes, options: LockOptions): LockGuard<V> | null
   election(name: Bytes, candidate: Bytes, options: { ttl: number }): Election<V>
   /** Calls in flight fail with STATESTORE_CLOSED, observations end. Idempotent. */

@@ -1,6 +1,6 @@
 // The same tour in TypeScript: type-checked by `tsc --noEmit --strict -p examples` in the tests.
 // Run it with a TypeScript runner, or compile it.
-import { Client, ErrorCodes, compareVersions, type StatestoreError, type StoreEvent } from 'statestore'
+import { Client, ErrorCodes, compareVersions, setLogHandler, type AbortError, type LogRecord, type StatestoreError, type StoreEvent } from 'statestore'
 import { startLocalServer } from 'statestore/testing'
 
 async function main(): Promise<void> {
@@ -27,9 +27,16 @@ async function main(): Promise<void> {
   const written = await lock.update('counter', (old) => String(Number(old?.toString() ?? '0') + 1))
   console.log(written?.toString())
 
-  const guard = await client.lock('locks/report', { ttl: 10_000 })
+  setLogHandler((record: LogRecord) => console.log(record.level, record.target, record.message), { level: 'warn' })
+  const guard = await client.lock('locks/report', { ttl: 10_000, signal: AbortSignal.timeout(5_000) })
   await client.set('report', 'done', { fencingToken: guard.fencingToken })
   await guard.release()
+  setLogHandler(null)
+  try {
+    await client.get('report', { signal: AbortSignal.abort('not now') })
+  } catch (error) {
+    if ((error as AbortError).name === 'AbortError') console.log('aborted:', (error as AbortError).cause)
+  }
 
   const election = client.election('leader', 'node-a', { ttl: 5_000 })
   const token: string = await election.campaign({ timeout: 5_000 })

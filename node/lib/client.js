@@ -4,6 +4,7 @@
 const { EventEmitter } = require('node:events')
 const native = require('./native.js')
 const args = require('./args.js')
+const { SYNC, abortable, abortError, signal: checkSignal } = require('./call.js')
 
 const EVENT_KINDS = ['set', 'delete', 'resynced', 'elected', 'vacant', 'lost']
 
@@ -219,7 +220,7 @@ class KeyIterator {
   *[Symbol.iterator]() {
     for (;;) {
       while (this.#page.length === 0) {
-        const page = this.#native.nextPageSync()
+        const page = this.#native.nextPage(SYNC)
         if (page === null) return
         this.#page = page
       }
@@ -255,13 +256,13 @@ class LockGuard {
     return this.#native.release()
   }
   releaseSync() {
-    this.#native.releaseSync()
+    this.#native.release(SYNC)
   }
   async renew() {
     return this.#native.renew()
   }
   renewSync() {
-    this.#native.renewSync()
+    this.#native.renew(SYNC)
   }
   /** A stream with one `lost` event if the lock is lost while held. */
   lossEvents() {
@@ -290,20 +291,22 @@ class Lock {
   get name() {
     return this.#strings ? decode(this.#native.name) : this.#native.name
   }
-  /** Waits until the lock is acquired (or its timeout): the guard. */
-  async lock() {
-    return new LockGuard(await this.#native.lock(), this.#strings)
+  /** Waits until the lock is acquired (or its timeout; `options.signal` aborts): the guard. */
+  async lock(options) {
+    const s = signalOnly(options)
+    return new LockGuard(await abortable(s, (call) => this.#native.lock(call)), this.#strings)
   }
   lockSync() {
-    return new LockGuard(this.#native.lockSync(), this.#strings)
+    return new LockGuard(this.#native.lock(SYNC), this.#strings)
   }
   /** One attempt: the guard, or `null` if someone else holds the lock. */
-  async tryLock() {
-    const g = await this.#native.tryLock()
+  async tryLock(options) {
+    const s = signalOnly(options)
+    const g = await abortable(s, (call) => this.#native.tryLock(call))
     return g === null ? null : new LockGuard(g, this.#strings)
   }
   tryLockSync() {
-    const g = this.#native.tryLockSync()
+    const g = this.#native.tryLock(SYNC)
     return g === null ? null : new LockGuard(g, this.#strings)
   }
   /** The current holder's name, or `null`. */
@@ -312,22 +315,26 @@ class Lock {
     return this.#strings ? decode(h) : h
   }
   holderSync() {
-    const h = this.#native.holderSync()
+    const h = this.#native.holder(SYNC)
     return this.#strings ? decode(h) : h
   }
   /**
    * Acquires the lock, reads `key`, calls `fn(oldValue)` (a Buffer or `null`; may return a
    * Promise), writes its result with the fencing token (`null`/`undefined`: deletes the key),
    * releases, and returns what was written. If `fn` throws, nothing is written.
+   * `options.signal` aborts the wait for the lock, and the update before its write (once the
+   * write is sent it completes).
    */
-  async update(key, fn) {
+  async update(key, fn, options) {
     key = args.bytes(key, 'key')
     args.fn(fn, 'fn')
-    const txn = await this.#native.beginUpdate(key)
+    const s = signalOnly(options)
+    const txn = await abortable(s, (call) => this.#native.beginUpdate(key, call))
     let value
     try {
       const old = txn.oldValue
       value = updateValue(await fn(this.#strings ? decode(old) : old))
+      if (s !== undefined && s.aborted) throw abortError(s)
     } catch (error) {
       await txn.abort().catch(() => {})
       throw error
@@ -339,18 +346,18 @@ class Lock {
   updateSync(key, fn) {
     key = args.bytes(key, 'key')
     args.fn(fn, 'fn')
-    const txn = this.#native.beginUpdateSync(key)
+    const txn = this.#native.beginUpdate(key, SYNC)
     let value
     try {
       const old = txn.oldValue
       value = updateValue(fn(this.#strings ? decode(old) : old))
     } catch (error) {
       try {
-        txn.abortSync()
+        txn.abort(SYNC)
       } catch {}
       throw error
     }
-    const written = txn.commitSync(value)
+    const written = txn.commit(value, SYNC)
     return this.#strings ? decode(written) : written
   }
 }
@@ -372,41 +379,44 @@ class Lease {
   }
   /** One attempt: `{ acquired, fencingToken, holder }`. */
   async tryAcquire(options) {
-    const { ttl } = args.options(options, 'options', ['ttl'])
-    return acquireResult(await this.#native.tryAcquire(args.duration(ttl, 'options.ttl', { required: true })), this.#strings)
+    const { ttl, signal } = args.options(options, 'options', ['ttl', 'signal'])
+    const t = args.duration(ttl, 'options.ttl', { required: true })
+    return acquireResult(await abortable(checkSignal(signal, 'options.signal'), (call) => this.#native.tryAcquire(t, call)), this.#strings)
   }
   tryAcquireSync(options) {
     const { ttl } = args.options(options, 'options', ['ttl'])
-    return acquireResult(this.#native.tryAcquireSync(args.duration(ttl, 'options.ttl', { required: true })), this.#strings)
+    return acquireResult(this.#native.tryAcquire(args.duration(ttl, 'options.ttl', { required: true }), SYNC), this.#strings)
   }
-  /** Waits until acquired (or `options.timeout`): the fencing token. */
+  /** Waits until acquired (or `options.timeout`; `options.signal` aborts): the fencing token. */
   async acquire(options) {
-    const { ttl, timeout } = args.options(options, 'options', ['ttl', 'timeout'])
-    return this.#native.acquire(args.duration(ttl, 'options.ttl', { required: true }), args.duration(timeout, 'options.timeout'))
+    const { ttl, timeout, signal } = args.options(options, 'options', ['ttl', 'timeout', 'signal'])
+    const t = args.duration(ttl, 'options.ttl', { required: true })
+    const limit = args.duration(timeout, 'options.timeout')
+    return abortable(checkSignal(signal, 'options.signal'), (call) => this.#native.acquire(t, limit, call))
   }
   acquireSync(options) {
     const { ttl, timeout } = args.options(options, 'options', ['ttl', 'timeout'])
-    return this.#native.acquireSync(args.duration(ttl, 'options.ttl', { required: true }), args.duration(timeout, 'options.timeout'))
+    return this.#native.acquire(args.duration(ttl, 'options.ttl', { required: true }), args.duration(timeout, 'options.timeout'), SYNC)
   }
   async renew() {
     return this.#native.renew()
   }
   renewSync() {
-    this.#native.renewSync()
+    this.#native.renew(SYNC)
   }
   /** Releases the lease if this holder has it: whether it did. */
   async release() {
     return this.#native.release()
   }
   releaseSync() {
-    return this.#native.releaseSync()
+    return this.#native.release(SYNC)
   }
   async holder() {
     const h = await this.#native.holder()
     return this.#strings ? decode(h) : h
   }
   holderSync() {
-    const h = this.#native.holderSync()
+    const h = this.#native.holder(SYNC)
     return this.#strings ? decode(h) : h
   }
   get fencingToken() {
@@ -425,12 +435,13 @@ class Lease {
    * STATESTORE_TIMEOUT if still held after `options.timeout` ms.
    */
   async lost(options) {
-    const { timeout } = args.options(options, 'options', ['timeout'])
-    return (await this.#native.lost(args.duration(timeout, 'options.timeout'))) ?? null
+    const { timeout, signal } = args.options(options, 'options', ['timeout', 'signal'])
+    const limit = args.duration(timeout, 'options.timeout')
+    return (await abortable(checkSignal(signal, 'options.signal'), (call) => this.#native.lost(limit, call))) ?? null
   }
   lostSync(options) {
     const { timeout } = args.options(options, 'options', ['timeout'])
-    return this.#native.lostSync(args.duration(timeout, 'options.timeout')) ?? null
+    return this.#native.lost(args.duration(timeout, 'options.timeout'), SYNC) ?? null
   }
   lossEvents() {
     return lossEvents(this.#native.lossEvents(), this.#strings)
@@ -446,33 +457,35 @@ class Election {
     this.#native = new native.NativeElection(client, args.bytes(name, 'name'), args.bytes(candidate, 'candidate'), args.duration(ttl, 'options.ttl', { required: true }))
     this.#strings = strings
   }
-  /** Waits until elected (or `options.timeout`): the fencing token. */
+  /** Waits until elected (or `options.timeout`; `options.signal` aborts): the fencing token. */
   async campaign(options) {
-    const { timeout } = args.options(options, 'options', ['timeout'])
-    return this.#native.campaign(args.duration(timeout, 'options.timeout'))
+    const { timeout, signal } = args.options(options, 'options', ['timeout', 'signal'])
+    const limit = args.duration(timeout, 'options.timeout')
+    return abortable(checkSignal(signal, 'options.signal'), (call) => this.#native.campaign(limit, call))
   }
   campaignSync(options) {
     const { timeout } = args.options(options, 'options', ['timeout'])
-    return this.#native.campaignSync(args.duration(timeout, 'options.timeout'))
+    return this.#native.campaign(args.duration(timeout, 'options.timeout'), SYNC)
   }
-  async tryCampaign() {
-    return acquireResult(await this.#native.tryCampaign(), this.#strings)
+  async tryCampaign(options) {
+    const s = signalOnly(options)
+    return acquireResult(await abortable(s, (call) => this.#native.tryCampaign(call)), this.#strings)
   }
   tryCampaignSync() {
-    return acquireResult(this.#native.tryCampaignSync(), this.#strings)
+    return acquireResult(this.#native.tryCampaign(SYNC), this.#strings)
   }
   async resign() {
     return this.#native.resign()
   }
   resignSync() {
-    this.#native.resignSync()
+    this.#native.resign(SYNC)
   }
   async leader() {
     const h = await this.#native.leader()
     return this.#strings ? decode(h) : h
   }
   leaderSync() {
-    const h = this.#native.leaderSync()
+    const h = this.#native.leader(SYNC)
     return this.#strings ? decode(h) : h
   }
   /** Leadership changes: `elected` events (leader in `holder`) and `vacant` events. */
@@ -480,7 +493,7 @@ class Election {
     return new Observation(this.#native.observe(), this.#strings)
   }
   observeSync() {
-    return new Observation(this.#native.observeSync(), this.#strings)
+    return new Observation(this.#native.observe(SYNC), this.#strings)
   }
   get isLeader() {
     return this.#native.isLeader
@@ -496,10 +509,31 @@ class Election {
 const SET_OPTIONS = ['condition', 'expiry', 'fencingToken', 'persist', 'timeout']
 const DELETE_OPTIONS = ['fencingToken', 'timeout']
 const CONDITIONS = ['always', 'nx', 'nex']
+/** Promise methods also take `signal` (an AbortSignal); their Sync twins do not. */
+const SET_OPTIONS_ASYNC = [...SET_OPTIONS, 'signal']
+const DELETE_OPTIONS_ASYNC = [...DELETE_OPTIONS, 'signal']
+const GET_OPTIONS_ASYNC = ['timeout', 'signal']
 
-function setOptions(options) {
+/** Lock options with a `signal` taken out: `[lockOptions, signal]` (the lock checks the rest). */
+function splitSignal(options) {
+  if (options === null || typeof options !== 'object' || !('signal' in options)) return [options, undefined]
+  const { signal, ...rest } = options
+  return [rest, signal]
+}
+
+/** The `signal` of an options object that holds nothing else (checked). */
+function signalOnly(options) {
+  return checkSignal(args.options(options, 'options', ['signal']).signal, 'options.signal')
+}
+
+/** The checked `signal` of options already checked by their own function. */
+function signalOf(options) {
+  return options === undefined || options === null ? undefined : checkSignal(options.signal, 'options.signal')
+}
+
+function setOptions(options, allowed = SET_OPTIONS) {
   if (options === undefined) return undefined
-  const o = args.options(options, 'options', SET_OPTIONS)
+  const o = args.options(options, 'options', allowed)
   const condition = args.string(o.condition, 'options.condition')
   if (condition !== undefined && !CONDITIONS.includes(condition)) {
     const error = new TypeError(`The "options.condition" argument must be one of 'always', 'nx', 'nex'. Received '${condition}'`)
@@ -515,18 +549,18 @@ function setOptions(options) {
   }
 }
 
-function deleteOptions(options) {
+function deleteOptions(options, allowed = DELETE_OPTIONS) {
   if (options === undefined) return undefined
-  const o = args.options(options, 'options', DELETE_OPTIONS)
+  const o = args.options(options, 'options', allowed)
   return {
     fencingToken: args.token(o.fencingToken, 'options.fencingToken'),
     timeout: args.duration(o.timeout, 'options.timeout'),
   }
 }
 
-function getTimeout(options) {
+function getTimeout(options, allowed = ['timeout']) {
   if (options === undefined) return undefined
-  const o = args.options(options, 'options', ['timeout'])
+  const o = args.options(options, 'options', allowed)
   return args.duration(o.timeout, 'options.timeout')
 }
 
@@ -553,7 +587,7 @@ class Client {
   static connectSync(options) {
     const s = settings(options, 'options')
     const strings = returnsStrings(options)
-    return new Client(native.NativeClient.connectSync(s, false), strings)
+    return new Client(native.NativeClient.connect(s, false, SYNC), strings)
   }
   /** Connects with the `AIO_*` environment of an Azure IoT Operations pod; `overrides` win. */
   static async fromEnv(overrides) {
@@ -564,7 +598,7 @@ class Client {
   static fromEnvSync(overrides) {
     const s = settings(overrides, 'overrides')
     const strings = returnsStrings(overrides)
-    return new Client(native.NativeClient.connectSync(s, true), strings)
+    return new Client(native.NativeClient.connect(s, true, SYNC), strings)
   }
   /** The in-process local state store on a free port (see `statestore/testing`). */
   static startLocalServer(options) {
@@ -586,26 +620,28 @@ class Client {
     // Not an async function: the addon's Promise is returned as is (one Promise per call on
     // the hot path); argument errors still come as a rejection.
     try {
-      return this.#native.set(args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options))
+      const [k, v, o] = [args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options, SET_OPTIONS_ASYNC)]
+      return abortable(signalOf(options), (call) => this.#native.set(k, v, o, call))
     } catch (error) {
       return Promise.reject(error)
     }
   }
   setSync(key, value, options) {
-    return this.#native.setSync(args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options))
+    return this.#native.set(args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options), SYNC)
   }
 
   /** `{ value, version }` or `null` when the key does not exist. */
   get(key, options) {
     try {
-      const pending = this.#native.get(args.bytes(key, 'key'), getTimeout(options))
+      const [k, timeout] = [args.bytes(key, 'key'), getTimeout(options, GET_OPTIONS_ASYNC)]
+      const pending = abortable(signalOf(options), (call) => this.#native.get(k, timeout, call))
       return this.#strings ? pending.then((r) => this.#value(r)) : pending
     } catch (error) {
       return Promise.reject(error)
     }
   }
   getSync(key, options) {
-    return this.#value(this.#native.getSync(args.bytes(key, 'key'), getTimeout(options)))
+    return this.#value(this.#native.get(args.bytes(key, 'key'), getTimeout(options), SYNC))
   }
   #value(r) {
     if (r === null || r === undefined) return null
@@ -616,24 +652,26 @@ class Client {
   /** Deletes `key`: `{ deleted, outcome, version }`. */
   delete(key, options) {
     try {
-      return this.#native.delete(args.bytes(key, 'key'), deleteOptions(options))
+      const [k, o] = [args.bytes(key, 'key'), deleteOptions(options, DELETE_OPTIONS_ASYNC)]
+      return abortable(signalOf(options), (call) => this.#native.delete(k, undefined, o, call))
     } catch (error) {
       return Promise.reject(error)
     }
   }
   deleteSync(key, options) {
-    return this.#native.deleteSync(args.bytes(key, 'key'), deleteOptions(options))
+    return this.#native.delete(args.bytes(key, 'key'), undefined, deleteOptions(options), SYNC)
   }
   /** Deletes `key` only if it holds `value`. */
   vdel(key, value, options) {
     try {
-      return this.#native.vdel(args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options))
+      const [k, v, o] = [args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options, DELETE_OPTIONS_ASYNC)]
+      return abortable(signalOf(options), (call) => this.#native.delete(k, v, o, call))
     } catch (error) {
       return Promise.reject(error)
     }
   }
   vdelSync(key, value, options) {
-    return this.#native.vdelSync(args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options))
+    return this.#native.delete(args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options), SYNC)
   }
 
   /** Notifications of `key`: iterate with `for await`, or listen with `on('set', ...)`. */
@@ -641,14 +679,14 @@ class Client {
     return new Observation(this.#native.observe(args.bytes(key, 'key')), this.#strings)
   }
   observeSync(key) {
-    return new Observation(this.#native.observeSync(args.bytes(key, 'key')), this.#strings)
+    return new Observation(this.#native.observe(args.bytes(key, 'key'), SYNC), this.#strings)
   }
   /** Ends every observation of `key` on this client. */
   async unobserve(key) {
     return this.#native.unobserve(args.bytes(key, 'key'))
   }
   unobserveSync(key) {
-    this.#native.unobserveSync(args.bytes(key, 'key'))
+    this.#native.unobserve(args.bytes(key, 'key'), SYNC)
   }
 
   /** The keys matching a glob `pattern` (`user:*`), fetched lazily page by page. */
@@ -668,16 +706,18 @@ class Client {
   createLock(name, options) {
     return new Lock(this.#strings, this.#native, name, options)
   }
-  /** Waits for the lock `name`: the guard (`fencingToken`, `release()`). */
+  /** Waits for the lock `name` (`options.signal` aborts the wait): the guard (`fencingToken`, `release()`). */
   async lock(name, options) {
-    return this.createLock(name, options).lock()
+    const [lockOptions, signal] = splitSignal(options)
+    return this.createLock(name, lockOptions).lock({ signal })
   }
   lockSync(name, options) {
     return this.createLock(name, options).lockSync()
   }
   /** One attempt at the lock `name`: the guard or `null`. */
   async tryLock(name, options) {
-    return this.createLock(name, options).tryLock()
+    const [lockOptions, signal] = splitSignal(options)
+    return this.createLock(name, lockOptions).tryLock({ signal })
   }
   tryLockSync(name, options) {
     return this.createLock(name, options).tryLockSync()
@@ -692,11 +732,12 @@ class Client {
     return this.#native.close()
   }
   closeSync() {
-    this.#native.closeSync()
+    this.#native.close(SYNC)
   }
 }
 
 module.exports = {
+  setLogHandler: require('./logs.js').setLogHandler,
   Client,
   Observation,
   KeyIterator,

@@ -2,6 +2,7 @@
 // statestore/testing: the local state store in this process, for tests.
 const native = require('./native.js')
 const args = require('./args.js')
+const { SYNC } = require('./call.js')
 
 const OPTIONS = ['port', 'maxKeys', 'username', 'password', 'broker', 'tlsCert', 'tlsKey']
 
@@ -36,7 +37,7 @@ class LocalServer {
     return this.#native.stop()
   }
   stopSync() {
-    this.#native.stopSync()
+    this.#native.stop(SYNC)
   }
   async [Symbol.asyncDispose]() {
     await this.stop()
@@ -48,7 +49,7 @@ async function startLocalServer(options) {
 }
 
 function startLocalServerSync(options) {
-  return new LocalServer(native.NativeLocalServer.startSync(check(options)))
+  return new LocalServer(native.NativeLocalServer.start(check(options), SYNC))
 }
 
 module.exports = { LocalServer, startLocalServer, startLocalServerSync }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, Either, Null, Object};
+use napi::bindgen_prelude::{Either, Null};
 use napi::Env;
 use napi_derive::napi;
 use statestore::{
@@ -10,7 +10,7 @@ use statestore::{
 };
 
 use crate::bindings::{OptionValue, Pending};
-use crate::bridge::{self, buffer, bytes, millis, millis_opt, JsBytes};
+use crate::bridge::{self, buffer, bytes, millis, millis_opt, Call, JsBuffer, JsBytes, Returned};
 use crate::events::NativeEvents;
 use crate::keys::NativeKeys;
 use crate::registry;
@@ -58,9 +58,9 @@ pub struct JsSetResult {
     pub version: Nullable<String>,
 }
 
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct JsValueResult {
-    pub value: Buffer,
+    pub value: JsBuffer,
     pub version: Nullable<String>,
 }
 
@@ -197,35 +197,40 @@ fn connect_pending(env_options: bool, settings: Vec<ConnectSetting>) -> Pending<
     }
 }
 
-fn wrap(env: &Env, client: Client) -> NativeClient {
-    let client = Arc::new(client);
-    registry::add_client(env, &client);
-    NativeClient { client }
+/// A core call whose arguments failed to convert, or the call started with them.
+fn spawn<T, F>(arguments: statestore::Result<F>, start: impl FnOnce(F) -> Pending<T>) -> Pending<T>
+where
+    T: Send + 'static,
+{
+    match arguments {
+        Ok(arguments) => start(arguments),
+        Err(error) => Pending::ready(Err(error)),
+    }
 }
 
+/// Every operation takes `call` last (see [`bridge::NativeCall`]): a Promise without it, the result
+/// itself with the package's blocking instance.
 #[napi]
 impl NativeClient {
     /// Connects with the given settings (over `localhost:1883`, or over the `AIO_*`
     /// environment when `fromEnv`).
-    #[napi]
-    pub fn connect<'env>(
-        env: &'env Env,
+    #[napi(ts_return_type = "NativeClient | Promise<NativeClient>")]
+    pub fn connect<'e>(
+        env: &'e Env,
         settings: Vec<ConnectSetting>,
         from_env: bool,
-    ) -> napi::Result<Object<'env>> {
-        bridge::promise(env, connect_pending(from_env, settings), |env, client| {
-            Ok(wrap(env, client))
-        })
-    }
-
-    #[napi]
-    pub fn connect_sync(
-        env: &Env,
-        settings: Vec<ConnectSetting>,
-        from_env: bool,
-    ) -> napi::Result<NativeClient> {
-        let client = bridge::wait(env, connect_pending(from_env, settings))?;
-        Ok(wrap(env, client))
+        call: Call,
+    ) -> napi::Result<Returned<'e, NativeClient>> {
+        bridge::run(
+            env,
+            call,
+            connect_pending(from_env, settings),
+            |env, client| {
+                let client = Arc::new(client);
+                registry::add_client(env, &client);
+                Ok(NativeClient { client })
+            },
+        )
     }
 
     #[napi(getter)]
@@ -238,184 +243,88 @@ impl NativeClient {
         self.client.is_closed()
     }
 
-    fn set_pending(
+    #[napi(ts_return_type = "JsSetResult | Promise<JsSetResult>")]
+    pub fn set<'e>(
         &self,
+        env: &'e Env,
         key: JsBytes,
         value: JsBytes,
         options: Option<NativeSetOptions>,
-    ) -> Pending<statestore::SetResult> {
-        match set_options(options) {
-            Ok(options) => {
-                let client = Client::clone(&self.client);
-                let (key, value) = (bytes(key), bytes(value));
-                Pending::spawn(async move { client.set(key, value, options).await })
-            }
-            Err(error) => Pending::ready(Err(error)),
-        }
+        call: Call,
+    ) -> napi::Result<Returned<'e, JsSetResult>> {
+        let client = self.client();
+        let (key, value) = (bytes(key), bytes(value));
+        let pending = spawn(set_options(options), |options| {
+            Pending::spawn(async move { client.set(key, value, options).await })
+        });
+        bridge::run(env, call, pending, |_, r| Ok(set_result(r)))
     }
 
-    #[napi]
-    pub fn set<'env>(
+    #[napi(ts_return_type = "JsValueResult | null | Promise<JsValueResult | null>")]
+    pub fn get<'e>(
         &self,
-        env: &'env Env,
-        key: JsBytes,
-        value: JsBytes,
-        options: Option<NativeSetOptions>,
-    ) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.set_pending(key, value, options), |_, r| {
-            Ok(set_result(r))
-        })
-    }
-
-    #[napi]
-    pub fn set_sync(
-        &self,
-        env: &Env,
-        key: JsBytes,
-        value: JsBytes,
-        options: Option<NativeSetOptions>,
-    ) -> napi::Result<JsSetResult> {
-        bridge::wait(env, self.set_pending(key, value, options)).map(set_result)
-    }
-
-    fn get_pending(
-        &self,
+        env: &'e Env,
         key: JsBytes,
         timeout: Option<f64>,
-    ) -> Pending<Option<statestore::Value>> {
-        let timeout = match millis_opt("timeout", timeout) {
-            Ok(timeout) => timeout,
-            Err(error) => return Pending::ready(Err(error)),
-        };
-        let client = Client::clone(&self.client);
+        call: Call,
+    ) -> napi::Result<Returned<'e, Option<JsValueResult>>> {
+        let client = self.client();
         let key = bytes(key);
-        Pending::spawn(async move { client.get_with_timeout(key, timeout).await })
+        let pending = spawn(millis_opt("timeout", timeout), |timeout| {
+            Pending::spawn(async move { client.get_with_timeout(key, timeout).await })
+        });
+        bridge::run(env, call, pending, |_, v| Ok(value_result(v)))
     }
 
-    #[napi]
-    pub fn get<'env>(
+    /// DEL, or VDEL when `value` is given.
+    #[napi(ts_return_type = "JsDeleteResult | Promise<JsDeleteResult>")]
+    pub fn delete<'e>(
         &self,
-        env: &'env Env,
-        key: JsBytes,
-        timeout: Option<f64>,
-    ) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.get_pending(key, timeout), |_, v| {
-            Ok(value_result(v))
-        })
-    }
-
-    #[napi]
-    pub fn get_sync(
-        &self,
-        env: &Env,
-        key: JsBytes,
-        timeout: Option<f64>,
-    ) -> napi::Result<Option<JsValueResult>> {
-        bridge::wait(env, self.get_pending(key, timeout)).map(value_result)
-    }
-
-    fn delete_pending(
-        &self,
+        env: &'e Env,
         key: JsBytes,
         value: Option<JsBytes>,
         options: Option<NativeDeleteOptions>,
-    ) -> Pending<statestore::DeleteResult> {
-        match delete_options(options) {
-            Ok(options) => {
-                let client = Client::clone(&self.client);
-                let key = bytes(key);
-                match value.map(bytes) {
-                    None => Pending::spawn(async move { client.delete(key, options).await }),
-                    Some(value) => {
-                        Pending::spawn(async move { client.vdel(key, value, options).await })
-                    }
+        call: Call,
+    ) -> napi::Result<Returned<'e, JsDeleteResult>> {
+        let client = self.client();
+        let (key, value) = (bytes(key), value.map(bytes));
+        let pending = spawn(delete_options(options), |options| {
+            Pending::spawn(async move {
+                match value {
+                    None => client.delete(key, options).await,
+                    Some(value) => client.vdel(key, value, options).await,
                 }
-            }
-            Err(error) => Pending::ready(Err(error)),
-        }
+            })
+        });
+        bridge::run(env, call, pending, |_, r| Ok(delete_result(r)))
     }
 
-    #[napi]
-    pub fn delete<'env>(
+    #[napi(ts_return_type = "NativeEvents | Promise<NativeEvents>")]
+    pub fn observe<'e>(
         &self,
-        env: &'env Env,
+        env: &'e Env,
         key: JsBytes,
-        options: Option<NativeDeleteOptions>,
-    ) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.delete_pending(key, None, options), |_, r| {
-            Ok(delete_result(r))
-        })
-    }
-
-    #[napi]
-    pub fn delete_sync(
-        &self,
-        env: &Env,
-        key: JsBytes,
-        options: Option<NativeDeleteOptions>,
-    ) -> napi::Result<JsDeleteResult> {
-        bridge::wait(env, self.delete_pending(key, None, options)).map(delete_result)
-    }
-
-    #[napi]
-    pub fn vdel<'env>(
-        &self,
-        env: &'env Env,
-        key: JsBytes,
-        value: JsBytes,
-        options: Option<NativeDeleteOptions>,
-    ) -> napi::Result<Object<'env>> {
-        bridge::promise(
-            env,
-            self.delete_pending(key, Some(value), options),
-            |_, r| Ok(delete_result(r)),
-        )
-    }
-
-    #[napi]
-    pub fn vdel_sync(
-        &self,
-        env: &Env,
-        key: JsBytes,
-        value: JsBytes,
-        options: Option<NativeDeleteOptions>,
-    ) -> napi::Result<JsDeleteResult> {
-        bridge::wait(env, self.delete_pending(key, Some(value), options)).map(delete_result)
-    }
-
-    fn observe_pending(&self, key: JsBytes) -> Pending<statestore::Observation> {
-        let client = Client::clone(&self.client);
+        call: Call,
+    ) -> napi::Result<Returned<'e, NativeEvents>> {
+        let client = self.client();
         let key = bytes(key);
-        Pending::spawn(async move { client.observe(key).await })
-    }
-
-    #[napi]
-    pub fn observe<'env>(&self, env: &'env Env, key: JsBytes) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.observe_pending(key), |env, o| {
+        let pending = Pending::spawn(async move { client.observe(key).await });
+        bridge::run(env, call, pending, |env, o| {
             Ok(NativeEvents::from_observation(env, o))
         })
     }
 
-    #[napi]
-    pub fn observe_sync(&self, env: &Env, key: JsBytes) -> napi::Result<NativeEvents> {
-        let observation = bridge::wait(env, self.observe_pending(key))?;
-        Ok(NativeEvents::from_observation(env, observation))
-    }
-
-    fn unobserve_pending(&self, key: JsBytes) -> Pending<()> {
-        let client = Client::clone(&self.client);
+    #[napi(ts_return_type = "void | Promise<void>")]
+    pub fn unobserve<'e>(
+        &self,
+        env: &'e Env,
+        key: JsBytes,
+        call: Call,
+    ) -> napi::Result<Returned<'e, ()>> {
+        let client = self.client();
         let key = bytes(key);
-        Pending::spawn(async move { client.unobserve(key).await })
-    }
-
-    #[napi]
-    pub fn unobserve<'env>(&self, env: &'env Env, key: JsBytes) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.unobserve_pending(key), |_, ()| Ok(()))
-    }
-
-    #[napi]
-    pub fn unobserve_sync(&self, env: &Env, key: JsBytes) -> napi::Result<()> {
-        bridge::wait(env, self.unobserve_pending(key))
+        let pending = Pending::spawn(async move { client.unobserve(key).await });
+        bridge::run(env, call, pending, |_, ()| Ok(()))
     }
 
     /// A lazy pager over the keys matching `pattern`.
@@ -425,18 +334,16 @@ impl NativeClient {
         Ok(NativeKeys::new(keys))
     }
 
-    fn close_pending(&self) -> Pending<()> {
-        let client = Client::clone(&self.client);
-        Pending::spawn(async move { client.close().await })
+    #[napi(ts_return_type = "void | Promise<void>")]
+    pub fn close<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
+        let client = self.client();
+        let pending = Pending::spawn(async move { client.close().await });
+        bridge::run(env, call, pending, |_, ()| Ok(()))
     }
+}
 
-    #[napi]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.close_pending(), |_, ()| Ok(()))
-    }
-
-    #[napi]
-    pub fn close_sync(&self, env: &Env) -> napi::Result<()> {
-        bridge::wait(env, self.close_pending())
+impl NativeClient {
+    pub(crate) fn client(&self) -> Client {
+        Client::clone(&self.client)
     }
 }

@@ -3,34 +3,34 @@
 
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{Buffer, Function, Object};
+use napi::bindgen_prelude::{Function, Object};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Env;
 use napi_derive::napi;
 
 use crate::bindings::{Event, EventStream};
-use crate::bridge::{self, buffer, millis_opt};
+use crate::bridge::{self, buffer, millis_opt, JsBuffer};
 use crate::client::version;
 use crate::registry;
 
 /// Why a lease or lock was lost.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct JsLoss {
     /// `'expired'`, `'takenOver'` or `'clientClosed'`.
     pub reason: String,
-    pub holder: Option<Buffer>,
+    pub holder: Option<JsBuffer>,
     pub message: String,
 }
 
 /// One event, flat: which fields are set depends on `kind`.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct JsEvent {
     /// `'set'`, `'delete'`, `'resynced'`, `'elected'`, `'vacant'` or `'lost'`.
     pub kind: String,
-    pub key: Buffer,
-    pub value: Option<Buffer>,
+    pub key: JsBuffer,
+    pub value: Option<JsBuffer>,
     pub version: Option<String>,
-    pub holder: Option<Buffer>,
+    pub holder: Option<JsBuffer>,
     pub loss: Option<JsLoss>,
 }
 
@@ -142,7 +142,7 @@ impl NativeEvents {
     }
 
     #[napi(getter)]
-    pub fn key(&self) -> Buffer {
+    pub fn key(&self) -> JsBuffer {
         buffer(self.stream.key())
     }
 }

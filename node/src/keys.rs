@@ -2,12 +2,11 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, Object};
 use napi::Env;
 use napi_derive::napi;
 
 use crate::bindings::Pending;
-use crate::bridge::{self, buffer};
+use crate::bridge::{self, buffer, Call, JsBuffer, Returned};
 
 #[napi]
 pub struct NativeKeys {
@@ -21,27 +20,21 @@ impl NativeKeys {
             keys: Arc::new(tokio::sync::Mutex::new(keys)),
         }
     }
-
-    fn page_pending(&self) -> Pending<Option<Vec<bytes::Bytes>>> {
-        let keys = self.keys.clone();
-        Pending::spawn(async move { keys.lock().await.next_page().await })
-    }
-}
-
-fn page(keys: Option<Vec<bytes::Bytes>>) -> Option<Vec<Buffer>> {
-    keys.map(|keys| keys.iter().map(buffer).collect())
 }
 
 #[napi]
 impl NativeKeys {
-    /// The next page of keys, or `null` when there are no more.
-    #[napi]
-    pub fn next_page<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.page_pending(), |_, keys| Ok(page(keys)))
-    }
-
-    #[napi]
-    pub fn next_page_sync(&self, env: &Env) -> napi::Result<Option<Vec<Buffer>>> {
-        bridge::wait(env, self.page_pending()).map(page)
+    /// The next page of keys, or `null` when there are no more (`call`: see `NativeCall`).
+    #[napi(ts_return_type = "Buffer[] | null | Promise<Buffer[] | null>")]
+    pub fn next_page<'e>(
+        &self,
+        env: &'e Env,
+        call: Call,
+    ) -> napi::Result<Returned<'e, Option<Vec<JsBuffer>>>> {
+        let keys = self.keys.clone();
+        let pending = Pending::spawn(async move { keys.lock().await.next_page().await });
+        bridge::run(env, call, pending, |_, keys| {
+            Ok(keys.map(|keys| keys.iter().map(buffer).collect()))
+        })
     }
 }

@@ -1,53 +1,90 @@
 //! Leases, locks (with the two-phase update that lets a JavaScript function compute the new
-//! value) and elections: core's `statestore::lease`, each call as a Promise and a `…Sync` twin.
+//! value) and elections: core's `statestore::lease`. Each operation is one method taking the
+//! `NativeCall` last (a Promise, or the blocking `…Sync` twin; see `bridge::run`).
 
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use napi::bindgen_prelude::{Buffer, Object};
 use napi::Env;
 use napi_derive::napi;
 use statestore::bindings::{EventStream, Pending};
 use statestore::lease::{
     AcquireOutcome, Election, Lease, LeaseState, Lock, LockGuard, Loss, UpdateTxn,
 };
-use statestore::{Client, Error};
+use statestore::Error;
 
-use crate::bridge::{self, buffer, bytes, millis, millis_opt, JsBytes};
+use crate::bridge::{self, buffer, bytes, millis, millis_opt, Call, JsBuffer, JsBytes, Returned};
 use crate::client::NativeClient;
 use crate::events::{js_loss, JsLoss, NativeEvents};
 
 /// The result of one acquisition attempt.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct JsAcquire {
     pub acquired: bool,
     /// The fencing token when acquired.
     pub fencing_token: Option<String>,
     /// The current holder when not acquired (if known).
-    pub holder: Option<Buffer>,
+    pub holder: Option<JsBuffer>,
 }
 
-fn acquire_result(outcome: AcquireOutcome) -> JsAcquire {
-    match outcome {
-        AcquireOutcome::Acquired { token } => JsAcquire {
-            acquired: true,
-            fencing_token: Some(token.to_string()),
-            holder: None,
-        },
-        AcquireOutcome::HeldBy { holder } => JsAcquire {
-            acquired: false,
-            fencing_token: None,
-            holder: holder.as_ref().map(buffer),
-        },
-    }
+/// An acquisition attempt (`tryAcquire`, `tryCampaign`) for JavaScript.
+fn attempt<'e>(
+    env: &'e Env,
+    call: Call,
+    pending: Pending<AcquireOutcome>,
+) -> napi::Result<Returned<'e, JsAcquire>> {
+    bridge::run(env, call, pending, |_, outcome| {
+        Ok(match outcome {
+            AcquireOutcome::Acquired { token } => JsAcquire {
+                acquired: true,
+                fencing_token: Some(token.to_string()),
+                holder: None,
+            },
+            AcquireOutcome::HeldBy { holder } => JsAcquire {
+                acquired: false,
+                fencing_token: None,
+                holder: holder.as_ref().map(buffer),
+            },
+        })
+    })
 }
 
-fn holder_result(holder: Option<Bytes>) -> Option<Buffer> {
-    holder.as_ref().map(buffer)
+/// A holder's name, a leader or a written value: `null` when none.
+type MaybeBytes = Option<JsBuffer>;
+
+/// [`MaybeBytes`] for JavaScript.
+fn optional_bytes<'e>(
+    env: &'e Env,
+    call: Call,
+    pending: Pending<Option<Bytes>>,
+) -> napi::Result<Returned<'e, MaybeBytes>> {
+    bridge::run(env, call, pending, |_, holder| {
+        Ok(holder.as_ref().map(buffer))
+    })
 }
 
-fn client_of(native: &NativeClient) -> Client {
-    Client::clone(&native.client)
+/// A call with nothing to return.
+fn unit<'e>(env: &'e Env, call: Call, pending: Pending<()>) -> napi::Result<Returned<'e, ()>> {
+    bridge::run(env, call, pending, |_, ()| Ok(()))
+}
+
+/// A call returning a fencing token (or another plain value).
+fn plain<'e, T: napi::bindgen_prelude::ToNapiValue + Send + 'static>(
+    env: &'e Env,
+    call: Call,
+    pending: Pending<T>,
+) -> napi::Result<Returned<'e, T>> {
+    bridge::run(env, call, pending, |_, value| Ok(value))
+}
+
+/// Runs `f` on a clone of `of` in core's runtime.
+fn spawn<S, T, F>(of: &S, f: impl FnOnce(S) -> F) -> Pending<T>
+where
+    S: Clone,
+    T: Send + 'static,
+    F: std::future::Future<Output = statestore::Result<T>> + Send + 'static,
+{
+    Pending::spawn(f(of.clone()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -68,105 +105,62 @@ impl NativeLease {
         holder: JsBytes,
         auto_renew: bool,
     ) -> napi::Result<Self> {
-        let lease = bridge::sync(
-            env,
-            Lease::new(&client_of(client), bytes(key), bytes(holder)),
-        )?;
+        let lease = bridge::sync(env, Lease::new(&client.client(), bytes(key), bytes(holder)))?;
         Ok(NativeLease {
             lease: lease.auto_renew(auto_renew),
         })
     }
 
-    fn try_acquire_pending(&self, ttl: f64) -> Pending<AcquireOutcome> {
-        let lease = self.lease.clone();
-        Pending::spawn(async move { lease.try_acquire(millis("ttl", ttl)?).await })
-    }
-
-    #[napi]
-    pub fn try_acquire<'env>(&self, env: &'env Env, ttl: f64) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.try_acquire_pending(ttl), |_, o| {
-            Ok(acquire_result(o))
-        })
-    }
-
-    #[napi]
-    pub fn try_acquire_sync(&self, env: &Env, ttl: f64) -> napi::Result<JsAcquire> {
-        bridge::wait(env, self.try_acquire_pending(ttl)).map(acquire_result)
-    }
-
-    fn acquire_pending(&self, ttl: f64, timeout: Option<f64>) -> Pending<String> {
-        let lease = self.lease.clone();
-        Pending::spawn(async move {
-            let token = match timeout {
-                Some(t) => {
-                    lease
-                        .acquire_timeout(millis("ttl", ttl)?, millis("timeout", t)?)
-                        .await?
-                }
-                None => lease.acquire(millis("ttl", ttl)?).await?,
-            };
-            Ok(token.to_string())
-        })
-    }
-
-    #[napi]
-    pub fn acquire<'env>(
+    #[napi(ts_return_type = "JsAcquire | Promise<JsAcquire>")]
+    pub fn try_acquire<'e>(
         &self,
-        env: &'env Env,
+        env: &'e Env,
+        ttl: f64,
+        call: Call,
+    ) -> napi::Result<Returned<'e, JsAcquire>> {
+        let pending = spawn(&self.lease, |lease| async move {
+            lease.try_acquire(millis("ttl", ttl)?).await
+        });
+        attempt(env, call, pending)
+    }
+
+    /// Waits until acquired (or `timeout` ms): the fencing token.
+    #[napi(ts_return_type = "string | Promise<string>")]
+    pub fn acquire<'e>(
+        &self,
+        env: &'e Env,
         ttl: f64,
         timeout: Option<f64>,
-    ) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.acquire_pending(ttl, timeout), |_, t| Ok(t))
+        call: Call,
+    ) -> napi::Result<Returned<'e, String>> {
+        let pending = spawn(&self.lease, |lease| async move {
+            let ttl = millis("ttl", ttl)?;
+            let token = match millis_opt("timeout", timeout)? {
+                Some(limit) => lease.acquire_timeout(ttl, limit).await?,
+                None => lease.acquire(ttl).await?,
+            };
+            Ok(token.to_string())
+        });
+        plain(env, call, pending)
     }
 
-    #[napi]
-    pub fn acquire_sync(&self, env: &Env, ttl: f64, timeout: Option<f64>) -> napi::Result<String> {
-        bridge::wait(env, self.acquire_pending(ttl, timeout))
+    #[napi(ts_return_type = "void | Promise<void>")]
+    pub fn renew<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
+        let pending = spawn(&self.lease, |lease| async move { lease.renew().await });
+        unit(env, call, pending)
     }
 
-    fn renew_pending(&self) -> Pending<()> {
-        let lease = self.lease.clone();
-        Pending::spawn(async move { lease.renew().await })
+    /// Whether this holder had the lease.
+    #[napi(ts_return_type = "boolean | Promise<boolean>")]
+    pub fn release<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, bool>> {
+        let pending = spawn(&self.lease, |lease| async move { lease.release().await });
+        plain(env, call, pending)
     }
 
-    #[napi]
-    pub fn renew<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.renew_pending(), |_, ()| Ok(()))
-    }
-
-    #[napi]
-    pub fn renew_sync(&self, env: &Env) -> napi::Result<()> {
-        bridge::wait(env, self.renew_pending())
-    }
-
-    fn release_pending(&self) -> Pending<bool> {
-        let lease = self.lease.clone();
-        Pending::spawn(async move { lease.release().await })
-    }
-
-    #[napi]
-    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.release_pending(), |_, r| Ok(r))
-    }
-
-    #[napi]
-    pub fn release_sync(&self, env: &Env) -> napi::Result<bool> {
-        bridge::wait(env, self.release_pending())
-    }
-
-    fn holder_pending(&self) -> Pending<Option<Bytes>> {
-        let lease = self.lease.clone();
-        Pending::spawn(async move { lease.holder().await })
-    }
-
-    #[napi]
-    pub fn holder<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.holder_pending(), |_, h| Ok(holder_result(h)))
-    }
-
-    #[napi]
-    pub fn holder_sync(&self, env: &Env) -> napi::Result<Option<Buffer>> {
-        bridge::wait(env, self.holder_pending()).map(holder_result)
+    #[napi(ts_return_type = "Buffer | null | Promise<Buffer | null>")]
+    pub fn holder<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, MaybeBytes>> {
+        let pending = spawn(&self.lease, |lease| async move { lease.holder().await });
+        optional_bytes(env, call, pending)
     }
 
     #[napi(getter)]
@@ -180,12 +174,12 @@ impl NativeLease {
     }
 
     #[napi(getter)]
-    pub fn key(&self) -> Buffer {
+    pub fn key(&self) -> JsBuffer {
         buffer(self.lease.key())
     }
 
     #[napi(getter)]
-    pub fn holder_name(&self) -> Buffer {
+    pub fn holder_name(&self) -> JsBuffer {
         buffer(self.lease.holder_name())
     }
 
@@ -217,35 +211,29 @@ impl NativeLease {
         }
     }
 
-    fn lost_pending(&self, timeout: Option<f64>) -> Pending<Option<Loss>> {
-        let lease = self.lease.clone();
-        Pending::spawn(async move {
+    /// Waits until the lease is not held: the loss, or `null` if it was released (or never
+    /// held); `STATESTORE_TIMEOUT` if still held after `timeout` ms.
+    #[napi(ts_return_type = "JsLoss | null | Promise<JsLoss | null>")]
+    pub fn lost<'e>(
+        &self,
+        env: &'e Env,
+        timeout: Option<f64>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
+        let pending: Pending<Option<Loss>> = spawn(&self.lease, |lease| async move {
             match millis_opt("timeout", timeout)? {
                 None => Ok(lease.lost().await),
                 Some(limit) => tokio::time::timeout(limit, lease.lost())
                     .await
                     .map_err(|_| Error::Timeout(limit)),
             }
-        })
-    }
-
-    /// Waits until the lease is not held: the loss, or `null` if it was released (or never
-    /// held); `STATESTORE_TIMEOUT` if still held after `timeout` ms.
-    #[napi]
-    pub fn lost<'env>(&self, env: &'env Env, timeout: Option<f64>) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.lost_pending(timeout), |_, l| {
-            Ok(l.as_ref().map(js_loss))
-        })
-    }
-
-    #[napi]
-    pub fn lost_sync(&self, env: &Env, timeout: Option<f64>) -> napi::Result<Option<JsLoss>> {
-        bridge::wait(env, self.lost_pending(timeout)).map(|l| l.as_ref().map(js_loss))
+        });
+        bridge::run(env, call, pending, |_, loss| Ok(loss.as_ref().map(js_loss)))
     }
 }
 
 /// A lease's state.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct JsLeaseState {
     /// `'notHeld'`, `'held'` or `'lost'`.
     pub state: String,
@@ -273,7 +261,7 @@ impl NativeLock {
         auto_renew: Option<bool>,
     ) -> napi::Result<Self> {
         let ttl = bridge::sync(env, millis("ttl", ttl))?;
-        let mut lock = bridge::sync(env, Lock::new(&client_of(client), bytes(name), ttl))?;
+        let mut lock = bridge::sync(env, Lock::new(&client.client(), bytes(name), ttl))?;
         if let Some(timeout) = timeout {
             lock = lock.timeout(bridge::sync(env, millis("timeout", timeout))?);
         }
@@ -283,74 +271,50 @@ impl NativeLock {
         Ok(NativeLock { lock })
     }
 
-    fn lock_pending(&self) -> Pending<LockGuard> {
-        let lock = self.lock.clone();
-        Pending::spawn(async move { lock.lock().await })
+    /// Waits until acquired (or the lock's timeout): the guard.
+    #[napi(ts_return_type = "NativeGuard | Promise<NativeGuard>")]
+    pub fn lock<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, NativeGuard>> {
+        let pending = spawn(&self.lock, |lock| async move { lock.lock().await });
+        bridge::run(env, call, pending, |_, guard| Ok(NativeGuard::new(guard)))
     }
 
-    #[napi]
-    pub fn lock<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.lock_pending(), |_, g| Ok(NativeGuard::new(g)))
-    }
-
-    #[napi]
-    pub fn lock_sync(&self, env: &Env) -> napi::Result<NativeGuard> {
-        bridge::wait(env, self.lock_pending()).map(NativeGuard::new)
-    }
-
-    fn try_lock_pending(&self) -> Pending<Option<LockGuard>> {
-        let lock = self.lock.clone();
-        Pending::spawn(async move { lock.try_lock().await })
-    }
-
-    #[napi]
-    pub fn try_lock<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.try_lock_pending(), |_, g| {
-            Ok(g.map(NativeGuard::new))
+    /// One attempt: the guard, or `null` if someone else holds the lock.
+    #[napi(ts_return_type = "NativeGuard | null | Promise<NativeGuard | null>")]
+    pub fn try_lock<'e>(
+        &self,
+        env: &'e Env,
+        call: Call,
+    ) -> napi::Result<Returned<'e, Option<NativeGuard>>> {
+        let pending = spawn(&self.lock, |lock| async move { lock.try_lock().await });
+        bridge::run(env, call, pending, |_, guard| {
+            Ok(guard.map(NativeGuard::new))
         })
     }
 
-    #[napi]
-    pub fn try_lock_sync(&self, env: &Env) -> napi::Result<Option<NativeGuard>> {
-        bridge::wait(env, self.try_lock_pending()).map(|g| g.map(NativeGuard::new))
-    }
-
-    fn holder_pending(&self) -> Pending<Option<Bytes>> {
-        let lock = self.lock.clone();
-        Pending::spawn(async move { lock.holder().await })
-    }
-
-    #[napi]
-    pub fn holder<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.holder_pending(), |_, h| Ok(holder_result(h)))
-    }
-
-    #[napi]
-    pub fn holder_sync(&self, env: &Env) -> napi::Result<Option<Buffer>> {
-        bridge::wait(env, self.holder_pending()).map(holder_result)
-    }
-
-    fn begin_update_pending(&self, key: JsBytes) -> Pending<UpdateTxn> {
-        let lock = self.lock.clone();
-        let key = bytes(key);
-        Pending::spawn(async move { lock.begin_update(key).await })
+    #[napi(ts_return_type = "Buffer | null | Promise<Buffer | null>")]
+    pub fn holder<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, MaybeBytes>> {
+        let pending = spawn(&self.lock, |lock| async move { lock.holder().await });
+        optional_bytes(env, call, pending)
     }
 
     /// First phase of `update(key, fn)`: acquires the lock and reads the key.
-    #[napi]
-    pub fn begin_update<'env>(&self, env: &'env Env, key: JsBytes) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.begin_update_pending(key), |_, t| {
-            Ok(NativeUpdate::new(t))
-        })
-    }
-
-    #[napi]
-    pub fn begin_update_sync(&self, env: &Env, key: JsBytes) -> napi::Result<NativeUpdate> {
-        bridge::wait(env, self.begin_update_pending(key)).map(NativeUpdate::new)
+    #[napi(ts_return_type = "NativeUpdate | Promise<NativeUpdate>")]
+    pub fn begin_update<'e>(
+        &self,
+        env: &'e Env,
+        key: JsBytes,
+        call: Call,
+    ) -> napi::Result<Returned<'e, NativeUpdate>> {
+        let key = bytes(key);
+        let pending = spawn(
+            &self.lock,
+            |lock| async move { lock.begin_update(key).await },
+        );
+        bridge::run(env, call, pending, |_, txn| Ok(NativeUpdate::new(txn)))
     }
 
     #[napi(getter)]
-    pub fn name(&self) -> Buffer {
+    pub fn name(&self) -> JsBuffer {
         buffer(self.lock.name())
     }
 }
@@ -373,27 +337,8 @@ impl NativeGuard {
         }
     }
 
-    fn release_pending(&self) -> Pending<()> {
-        let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner()).take();
-        Pending::spawn(async move {
-            match guard {
-                Some(guard) => guard.release().await,
-                None => Ok(()),
-            }
-        })
-    }
-
-    fn renew_pending(&self) -> Pending<()> {
-        let lease = self.lease.clone();
-        if self
-            .guard
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
-        {
-            return Pending::ready(Err(Error::NotHeld("the lock was released".into())));
-        }
-        Pending::spawn(async move { lease.renew().await })
+    fn held(&self) -> std::sync::MutexGuard<'_, Option<LockGuard>> {
+        self.guard.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -406,36 +351,35 @@ impl NativeGuard {
 
     #[napi(getter)]
     pub fn is_held(&self) -> bool {
-        self.guard
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
-            && self.lease.is_held()
+        self.held().is_some() && self.lease.is_held()
     }
 
     #[napi(getter)]
-    pub fn holder_name(&self) -> Buffer {
+    pub fn holder_name(&self) -> JsBuffer {
         buffer(self.lease.holder_name())
     }
 
-    #[napi]
-    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.release_pending(), |_, ()| Ok(()))
+    /// Releases the lock (once; later calls do nothing).
+    #[napi(ts_return_type = "void | Promise<void>")]
+    pub fn release<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
+        let guard = self.held().take();
+        let pending = Pending::spawn(async move {
+            match guard {
+                Some(guard) => guard.release().await,
+                None => Ok(()),
+            }
+        });
+        unit(env, call, pending)
     }
 
-    #[napi]
-    pub fn release_sync(&self, env: &Env) -> napi::Result<()> {
-        bridge::wait(env, self.release_pending())
-    }
-
-    #[napi]
-    pub fn renew<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.renew_pending(), |_, ()| Ok(()))
-    }
-
-    #[napi]
-    pub fn renew_sync(&self, env: &Env) -> napi::Result<()> {
-        bridge::wait(env, self.renew_pending())
+    #[napi(ts_return_type = "void | Promise<void>")]
+    pub fn renew<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
+        let pending = if self.held().is_none() {
+            Pending::ready(Err(Error::NotHeld("the lock was released".into())))
+        } else {
+            spawn(&self.lease, |lease| async move { lease.renew().await })
+        };
+        unit(env, call, pending)
     }
 
     /// A stream with one `lost` event if the lock is lost while held.
@@ -463,30 +407,17 @@ impl NativeUpdate {
         }
     }
 
-    fn take(&self) -> Result<UpdateTxn, Error> {
-        self.txn
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| {
-                Error::InvalidArgument("this update was already committed or aborted".into())
-            })
-    }
-
-    fn commit_pending(&self, value: Option<JsBytes>) -> Pending<Option<Bytes>> {
-        match self.take() {
-            Ok(txn) => {
-                let value = value.map(bytes);
-                Pending::spawn(async move { txn.commit(value).await })
-            }
-            Err(error) => Pending::ready(Err(error)),
-        }
-    }
-
-    fn abort_pending(&self) -> Pending<()> {
-        match self.take() {
-            Ok(txn) => Pending::spawn(async move { txn.abort().await }),
-            Err(error) => Pending::ready(Err(error)),
+    /// Runs `finish` on the transaction, which only one commit or abort may take.
+    fn finish<T, F>(&self, finish: impl FnOnce(UpdateTxn) -> F) -> Pending<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = statestore::Result<T>> + Send + 'static,
+    {
+        match self.txn.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(txn) => Pending::spawn(finish(txn)),
+            None => Pending::ready(Err(Error::InvalidArgument(
+                "this update was already committed or aborted".into(),
+            ))),
         }
     }
 }
@@ -494,7 +425,7 @@ impl NativeUpdate {
 #[napi]
 impl NativeUpdate {
     #[napi(getter)]
-    pub fn old_value(&self) -> Option<Buffer> {
+    pub fn old_value(&self) -> Option<JsBuffer> {
         self.old.as_ref().map(buffer)
     }
 
@@ -503,29 +434,23 @@ impl NativeUpdate {
         self.token.clone()
     }
 
-    /// Writes `value` (`null`: deletes the key) with the fencing token, then releases.
-    #[napi]
-    pub fn commit<'env>(
+    /// Writes `value` (`null`: deletes the key) with the fencing token, then releases: what
+    /// was written.
+    #[napi(ts_return_type = "Buffer | null | Promise<Buffer | null>")]
+    pub fn commit<'e>(
         &self,
-        env: &'env Env,
+        env: &'e Env,
         value: Option<JsBytes>,
-    ) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.commit_pending(value), |_, w| Ok(holder_result(w)))
+        call: Call,
+    ) -> napi::Result<Returned<'e, MaybeBytes>> {
+        let value = value.map(bytes);
+        optional_bytes(env, call, self.finish(|txn| txn.commit(value)))
     }
 
-    #[napi]
-    pub fn commit_sync(&self, env: &Env, value: Option<JsBytes>) -> napi::Result<Option<Buffer>> {
-        bridge::wait(env, self.commit_pending(value)).map(holder_result)
-    }
-
-    #[napi]
-    pub fn abort<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.abort_pending(), |_, ()| Ok(()))
-    }
-
-    #[napi]
-    pub fn abort_sync(&self, env: &Env) -> napi::Result<()> {
-        bridge::wait(env, self.abort_pending())
+    /// Releases without writing.
+    #[napi(ts_return_type = "void | Promise<void>")]
+    pub fn abort<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
+        unit(env, call, self.finish(|txn| txn.abort()))
     }
 }
 
@@ -547,109 +472,68 @@ impl NativeElection {
         candidate: JsBytes,
         ttl: f64,
     ) -> napi::Result<Self> {
+        let ttl = bridge::sync(env, millis("ttl", ttl))?;
         let election = bridge::sync(
             env,
-            Election::new(
-                &client_of(client),
-                bytes(name),
-                bytes(candidate),
-                bridge::sync(env, millis("ttl", ttl))?,
-            ),
+            Election::new(&client.client(), bytes(name), bytes(candidate), ttl),
         )?;
         Ok(NativeElection { election })
     }
 
-    fn campaign_pending(&self, timeout: Option<f64>) -> Pending<String> {
-        let election = self.election.clone();
-        Pending::spawn(async move {
-            let token = match timeout {
-                Some(t) => election.campaign_timeout(millis("timeout", t)?).await?,
+    /// Waits until elected (or `timeout` ms): the fencing token.
+    #[napi(ts_return_type = "string | Promise<string>")]
+    pub fn campaign<'e>(
+        &self,
+        env: &'e Env,
+        timeout: Option<f64>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, String>> {
+        let pending = spawn(&self.election, |election| async move {
+            let token = match millis_opt("timeout", timeout)? {
+                Some(limit) => election.campaign_timeout(limit).await?,
                 None => election.campaign().await?,
             };
             Ok(token.to_string())
-        })
+        });
+        plain(env, call, pending)
     }
 
-    #[napi]
-    pub fn campaign<'env>(
+    #[napi(ts_return_type = "JsAcquire | Promise<JsAcquire>")]
+    pub fn try_campaign<'e>(
         &self,
-        env: &'env Env,
-        timeout: Option<f64>,
-    ) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.campaign_pending(timeout), |_, t| Ok(t))
+        env: &'e Env,
+        call: Call,
+    ) -> napi::Result<Returned<'e, JsAcquire>> {
+        let pending = spawn(&self.election, |e| async move { e.try_campaign().await });
+        attempt(env, call, pending)
     }
 
-    #[napi]
-    pub fn campaign_sync(&self, env: &Env, timeout: Option<f64>) -> napi::Result<String> {
-        bridge::wait(env, self.campaign_pending(timeout))
+    #[napi(ts_return_type = "void | Promise<void>")]
+    pub fn resign<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
+        let pending = spawn(&self.election, |e| async move { e.resign().await });
+        unit(env, call, pending)
     }
 
-    fn try_campaign_pending(&self) -> Pending<AcquireOutcome> {
-        let election = self.election.clone();
-        Pending::spawn(async move { election.try_campaign().await })
-    }
-
-    #[napi]
-    pub fn try_campaign<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.try_campaign_pending(), |_, o| {
-            Ok(acquire_result(o))
-        })
-    }
-
-    #[napi]
-    pub fn try_campaign_sync(&self, env: &Env) -> napi::Result<JsAcquire> {
-        bridge::wait(env, self.try_campaign_pending()).map(acquire_result)
-    }
-
-    fn resign_pending(&self) -> Pending<()> {
-        let election = self.election.clone();
-        Pending::spawn(async move { election.resign().await })
-    }
-
-    #[napi]
-    pub fn resign<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.resign_pending(), |_, ()| Ok(()))
-    }
-
-    #[napi]
-    pub fn resign_sync(&self, env: &Env) -> napi::Result<()> {
-        bridge::wait(env, self.resign_pending())
-    }
-
-    fn leader_pending(&self) -> Pending<Option<Bytes>> {
-        let election = self.election.clone();
-        Pending::spawn(async move { election.leader().await })
-    }
-
-    #[napi]
-    pub fn leader<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.leader_pending(), |_, h| Ok(holder_result(h)))
-    }
-
-    #[napi]
-    pub fn leader_sync(&self, env: &Env) -> napi::Result<Option<Buffer>> {
-        bridge::wait(env, self.leader_pending()).map(holder_result)
-    }
-
-    fn observe_pending(&self) -> Pending<EventStream> {
-        let election = self.election.clone();
-        Pending::spawn(async move {
-            let key = election.name().clone();
-            Ok(EventStream::from_leader(election.observe().await?, key))
-        })
+    #[napi(ts_return_type = "Buffer | null | Promise<Buffer | null>")]
+    pub fn leader<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, MaybeBytes>> {
+        let pending = spawn(&self.election, |e| async move { e.leader().await });
+        optional_bytes(env, call, pending)
     }
 
     /// Leadership changes: `elected` (with `holder`) and `vacant` events.
-    #[napi]
-    pub fn observe<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.observe_pending(), |env, s| {
-            Ok(NativeEvents::new(env, s))
+    #[napi(ts_return_type = "NativeEvents | Promise<NativeEvents>")]
+    pub fn observe<'e>(
+        &self,
+        env: &'e Env,
+        call: Call,
+    ) -> napi::Result<Returned<'e, NativeEvents>> {
+        let pending = spawn(&self.election, |election| async move {
+            let key = election.name().clone();
+            Ok(EventStream::from_leader(election.observe().await?, key))
+        });
+        bridge::run(env, call, pending, |env, stream| {
+            Ok(NativeEvents::new(env, stream))
         })
-    }
-
-    #[napi]
-    pub fn observe_sync(&self, env: &Env) -> napi::Result<NativeEvents> {
-        bridge::wait(env, self.observe_pending()).map(|s| NativeEvents::new(env, s))
     }
 
     #[napi(getter)]

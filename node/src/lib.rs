@@ -8,10 +8,13 @@ mod client;
 mod events;
 mod keys;
 mod lease;
+mod logs;
 mod registry;
 mod testing;
 
 use statestore::bindings;
+
+pub use logs::set_log_handler;
 
 use napi::bindgen_prelude::Object;
 use napi::Env;

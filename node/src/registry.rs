@@ -62,6 +62,7 @@ pub fn add_stream(env: &Env, stream: &Arc<EventStream>, sink: &SinkSlot) {
 /// (in the background: nothing may wait on the JavaScript thread here).
 pub fn teardown(env_id: usize) {
     crate::bridge::settle::teardown(env_id);
+    crate::logs::teardown(env_id);
     let opened = OPENED
         .lock()
         .unwrap_or_else(|e| e.into_inner())

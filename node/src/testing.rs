@@ -4,13 +4,12 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
 use statestore_server::{Credentials, Mode, Server, ServerConfig, TlsFiles};
 
 use crate::bindings::Pending;
-use crate::bridge;
+use crate::bridge::{self, Call, Returned};
 
 /// Settings of the local server (all optional).
 #[napi(object)]
@@ -99,22 +98,18 @@ fn wrap(server: Server) -> NativeLocalServer {
     }
 }
 
+/// Each operation takes the `NativeCall` last (a Promise, or the blocking `…Sync` twin).
 #[napi]
 impl NativeLocalServer {
-    #[napi]
-    pub fn start<'env>(
-        env: &'env Env,
+    #[napi(ts_return_type = "NativeLocalServer | Promise<NativeLocalServer>")]
+    pub fn start<'e>(
+        env: &'e Env,
         options: Option<LocalServerOptions>,
-    ) -> napi::Result<Object<'env>> {
-        bridge::promise(env, start_pending(options), |_, server| Ok(wrap(server)))
-    }
-
-    #[napi]
-    pub fn start_sync(
-        env: &Env,
-        options: Option<LocalServerOptions>,
-    ) -> napi::Result<NativeLocalServer> {
-        bridge::wait(env, start_pending(options)).map(wrap)
+        call: Call,
+    ) -> napi::Result<Returned<'e, NativeLocalServer>> {
+        bridge::run(env, call, start_pending(options), |_, server| {
+            Ok(wrap(server))
+        })
     }
 
     #[napi(getter)]
@@ -127,24 +122,16 @@ impl NativeLocalServer {
         u32::from(self.addr.port())
     }
 
-    fn stop_pending(&self) -> Pending<()> {
+    /// Stops the server (idempotent); connected clients see the connection drop.
+    #[napi(ts_return_type = "void | Promise<void>")]
+    pub fn stop<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
         let server = self.server.lock().unwrap_or_else(|e| e.into_inner()).take();
-        Pending::spawn(async move {
+        let pending = Pending::spawn(async move {
             if let Some(server) = server {
                 server.shutdown().await;
             }
             Ok(())
-        })
-    }
-
-    /// Stops the server (idempotent); connected clients see the connection drop.
-    #[napi]
-    pub fn stop<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.stop_pending(), |_, ()| Ok(()))
-    }
-
-    #[napi]
-    pub fn stop_sync(&self, env: &Env) -> napi::Result<()> {
-        bridge::wait(env, self.stop_pending())
+        });
+        bridge::run(env, call, pending, |_, ()| Ok(()))
     }
 }

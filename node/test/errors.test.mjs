@@ -104,9 +104,15 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
   test('the native classes refuse wrong types without crashing', T, async () => {
     const native = createRequire(import.meta.url)('statestore/package.json') && createRequire(import.meta.url).resolve('statestore')
     const addon = createRequire(native)('./native.js')
-    assert.throws(() => addon.NativeClient.connectSync('nope', false))
+    const sync = new addon.NativeCall(true)
+    assert.throws(() => addon.NativeClient.connect('nope', false, sync))
+    assert.throws(() => addon.NativeClient.connect([], false, 'sync'))
+    assert.throws(() => addon.NativeClient.connect([], false, {}))
+    assert.throws(() => new addon.NativeCall('yes'))
     assert.throws(() => new addon.NativeLock({}, 'n', 1000))
-    assert.throws(() => addon.NativeLocalServer.startSync({ port: 'x' }))
+    assert.throws(() => addon.NativeLocalServer.start({ port: 'x' }, sync))
+    assert.throws(() => addon.setLogHandler('not a function', 'info'))
+    assert.throws(() => addon.setLogHandler(null, 'loud'))
   })
 })
 

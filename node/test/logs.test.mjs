@@ -1,0 +1,160 @@
+// setLogHandler: core's log records delivered on the JavaScript thread. A real record (the
+// connection to the broker lost), the level filter, null stopping delivery, no secret in any
+// record, and a process with a handler set exiting by itself.
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { after, test } from 'node:test'
+
+import { Client, ErrorCodes, setLogHandler } from 'statestore'
+import { deadline, nextEvent, startLocalServer, unique } from './helpers.mjs'
+
+const T = { timeout: 60_000 }
+const QUICK = { reconnectInitialDelay: 20, reconnectMaxDelay: 200 }
+const LOST = 'connection to the broker lost'
+
+after(() => setLogHandler(null))
+
+/** Collects records; `waitFor(pred)` resolves with the first record matching `pred`. */
+function collector() {
+  const records = []
+  const waiters = []
+  const handler = (record) => {
+    records.push(record)
+    for (const w of [...waiters]) {
+      if (w.pred(record)) {
+        waiters.splice(waiters.indexOf(w), 1)
+        w.resolve(record)
+      }
+    }
+  }
+  const waitFor = (pred, what) => {
+    const found = records.find(pred)
+    if (found) return Promise.resolve(found)
+    return deadline(new Promise((resolve) => waiters.push({ pred, resolve })), 20_000, what)
+  }
+  return { records, handler, waitFor }
+}
+
+/** Stops `server` and starts it again on its port; resolves once `observation` resynced. */
+async function bounce(server, observation, options = {}) {
+  const { port } = server
+  await server.stop()
+  const restarted = await startLocalServer({ ...options, port })
+  const event = await nextEvent(observation, 20_000)
+  assert.equal(event.kind, 'resynced')
+  return restarted
+}
+
+/**
+ * Sets a collecting handler at `level`, connects a client observing a key to a local server
+ * (with `credentials`), and runs `body` with the collector, the client, `outage()` (stops and
+ * restarts the server; resolves once the client resynced) and `server()`; then cleans up.
+ */
+async function withOutages(level, credentials, body) {
+  const logs = collector()
+  setLogHandler(logs.handler, { level })
+  let server = await startLocalServer(credentials)
+  const client = await Client.connect({ ...server.connectOptions, ...credentials, ...QUICK })
+  try {
+    const observation = client.observe(unique('k'))
+    await observation.ready
+    const outage = async () => {
+      server = await bounce(server, observation, credentials)
+    }
+    return await body({ ...logs, client, outage, server: () => server })
+  } finally {
+    setLogHandler(null)
+    await client.close()
+    await server.stop()
+  }
+}
+
+test('a lost connection is a warn record from the client event loop', T, async () => {
+  await withOutages('info', {}, async ({ records, waitFor, outage }) => {
+    await outage()
+    const record = await waitFor((r) => r.message.includes(LOST), 'the lost-connection record')
+    assert.equal(record.level, 'warn')
+    assert.equal(record.target, 'statestore::client::event_loop')
+    assert.match(record.message, /error=/, 'the fields follow the message')
+    assert.deepEqual(Object.keys(record).sort(), ['level', 'message', 'target'])
+    // 'info': the debug records of the failed reconnection attempts were not delivered.
+    for (const r of records) assert.ok(['error', 'warn', 'info'].includes(r.level), `${r.level}: ${r.message}`)
+  })
+})
+
+test('null stops delivery', T, async () => {
+  await withOutages('debug', {}, async ({ records, waitFor, outage }) => {
+    await outage()
+    await waitFor((r) => r.message.includes(LOST), 'the first lost-connection record')
+    setLogHandler(null)
+    const seen = records.length
+    // Two more outages: each logs a lost connection before its resync is delivered.
+    await outage()
+    await outage()
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(records.length, seen, `delivered after null: ${JSON.stringify(records.slice(seen))}`)
+    // And a new handler gets records again.
+    const again = collector()
+    setLogHandler(again.handler, { level: 'warn' })
+    await outage()
+    await again.waitFor((r) => r.message.includes(LOST), 'a record after setting a handler again')
+    assert.equal(records.length, seen)
+  })
+})
+
+test('no password text in any record, even at trace', T, async () => {
+  const secret = 's3cret-PaSsWoRd-42'
+  const credentials = { username: 'alice', password: secret }
+  const records = await withOutages('trace', credentials, async ({ records, waitFor, outage, client, server }) => {
+    await client.set(unique('k'), 'v')
+    await outage()
+    await waitFor((r) => r.message.includes(LOST), 'the lost-connection record')
+    await assert.rejects(
+      Client.connect({ ...server().connectOptions, username: 'alice', password: secret + 'x', defaultTimeout: 3_000 }),
+      { code: ErrorCodes.CONNECTION },
+    )
+    return records
+  })
+  assert.ok(records.length > 0)
+  for (const r of records) assert.ok(!JSON.stringify(r).includes(secret), `${r.target}: ${r.message}`)
+})
+
+test('wrong arguments are TypeErrors', T, () => {
+  assert.throws(() => setLogHandler('log'), { code: 'ERR_INVALID_ARG_TYPE', message: /handler/ })
+  assert.throws(() => setLogHandler(undefined), { code: 'ERR_INVALID_ARG_TYPE', message: /handler/ })
+  assert.throws(() => setLogHandler(() => {}, { level: 'loud' }), { code: 'ERR_INVALID_ARG_VALUE', message: /level/ })
+  assert.throws(() => setLogHandler(() => {}, { level: 3 }), { code: 'ERR_INVALID_ARG_VALUE', message: /level/ })
+  assert.throws(() => setLogHandler(() => {}, { levle: 'info' }), { code: 'ERR_INVALID_ARG_VALUE', message: /levle/ })
+  setLogHandler(null) // nothing set: fine
+})
+
+test('a process with a handler set exits by itself, records flowing', T, async () => {
+  const server = await startLocalServer()
+  const entry = createRequire(import.meta.url).resolve('statestore')
+  const source = `
+const { Client, setLogHandler } = require(${JSON.stringify(entry)})
+let n = 0
+setLogHandler(() => { n += 1 }, { level: 'trace' })
+;(async () => {
+  const client = await Client.connect(${JSON.stringify({ ...server.connectOptions, ...QUICK })})
+  for (let i = 0; i < 50; i++) await client.set('exit-' + i, 'v')
+  console.log('done ' + n)
+})().catch((e) => { console.error(e); process.exit(3) })
+`
+  try {
+    const child = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (err += d))
+    const exit = await deadline(new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))), 20_000, 'child exit').catch((e) => {
+      child.kill('SIGKILL')
+      throw e
+    })
+    assert.deepEqual(exit, { code: 0, signal: null }, err)
+    assert.match(out, /done \d+/)
+  } finally {
+    await server.stop()
+  }
+})

@@ -47,8 +47,9 @@ pub enum Error {
     /// The client was closed.
     #[error("the client is closed")]
     Closed,
-    /// The blocking API was called where it cannot run (inside an async runtime, after fork).
-    #[error("the blocking API cannot run here: {0}")]
+    /// The call cannot run where it was made: a blocking call inside an async runtime, or any
+    /// call of a client (or of a call) inherited from the parent process after fork.
+    #[error("the call cannot run here: {0}")]
     Runtime(String),
     /// A lease, lock or leadership is not held (never acquired, released, lost, or taken
     /// over by another holder), so the operation that needs it was not done.

@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
+use arc_swap::ArcSwapOption;
 use tracing::field::{Field, Visit};
 use tracing::{Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -75,11 +76,17 @@ pub struct LogRecord<'a> {
     pub target: &'a str,
     /// The message, followed by the record's fields as `name=value`.
     pub message: String,
+    /// The message alone, without the fields.
+    pub text: String,
+    /// The record's fields, in order: name and value (as `Debug` formats it, strings bare).
+    pub fields: Vec<(&'static str, String)>,
 }
 
-type Sink = Arc<dyn Fn(&LogRecord<'_>) + Send + Sync>;
+type Sink = Box<dyn Fn(&LogRecord<'_>) + Send + Sync>;
 
-static SINK: RwLock<Option<Sink>> = RwLock::new(None);
+/// Swapped, not locked: a lock held by a logging thread when another thread forks would stay
+/// held forever in the child, and its first log record or `set_log_sink` would hang.
+static SINK: ArcSwapOption<Sink> = ArcSwapOption::const_empty();
 /// The most verbose level forwarded; 0 while no sink is set.
 static MAX_LEVEL: AtomicU8 = AtomicU8::new(0);
 /// Whether our subscriber is the global one (`Some(true)`), or another was there first.
@@ -96,7 +103,7 @@ pub fn set_log_sink(
     sink: impl Fn(&LogRecord<'_>) + Send + Sync + 'static,
 ) -> Result<()> {
     install()?;
-    *SINK.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(sink));
+    SINK.store(Some(Arc::new(Box::new(sink))));
     MAX_LEVEL.store(level as u8, Ordering::SeqCst);
     tracing::callsite::rebuild_interest_cache();
     Ok(())
@@ -105,7 +112,7 @@ pub fn set_log_sink(
 /// Stops forwarding log records.
 pub fn clear_log_sink() {
     MAX_LEVEL.store(0, Ordering::SeqCst);
-    *SINK.write().unwrap_or_else(|e| e.into_inner()) = None;
+    SINK.store(None);
     tracing::callsite::rebuild_interest_cache();
 }
 
@@ -144,22 +151,24 @@ impl<S: Subscriber> Layer<S> for Forward {
         if !Self::wanted(metadata) {
             return;
         }
-        let Some(sink) = SINK.read().unwrap_or_else(|e| e.into_inner()).clone() else {
+        let Some(sink) = SINK.load_full() else {
             return;
         };
         let mut text = Text::default();
         event.record(&mut text);
-        let mut message = text.message;
-        if !text.fields.is_empty() {
+        let mut message = text.message.clone();
+        for (name, value) in &text.fields {
             if !message.is_empty() {
                 message.push(' ');
             }
-            message.push_str(&text.fields);
+            let _ = write!(message, "{name}={value}");
         }
         sink(&LogRecord {
             level: LogLevel::of(metadata.level()),
             target: metadata.target(),
             message,
+            text: text.message,
+            fields: text.fields,
         });
     }
 }
@@ -167,7 +176,7 @@ impl<S: Subscriber> Layer<S> for Forward {
 #[derive(Default)]
 struct Text {
     message: String,
-    fields: String,
+    fields: Vec<(&'static str, String)>,
 }
 
 impl Visit for Text {
@@ -175,10 +184,7 @@ impl Visit for Text {
         if field.name() == "message" {
             let _ = write!(self.message, "{value:?}");
         } else {
-            if !self.fields.is_empty() {
-                self.fields.push(' ');
-            }
-            let _ = write!(self.fields, "{}={value:?}", field.name());
+            self.fields.push((field.name(), format!("{value:?}")));
         }
     }
 
@@ -196,16 +202,27 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let into = seen.clone();
         set_log_sink(LogLevel::Info, move |record| {
-            into.lock()
-                .unwrap()
-                .push((record.level, record.message.clone()))
+            into.lock().unwrap().push((
+                record.level,
+                record.message.clone(),
+                record.text.clone(),
+                record.fields.clone(),
+            ))
         })
         .unwrap();
-        tracing::info!(key = "k", "hello");
+        tracing::info!(key = "k", attempt = 2, "hello");
         tracing::debug!("too verbose");
         clear_log_sink();
         tracing::error!("after clear");
         let seen = seen.lock().unwrap().clone();
-        assert_eq!(seen, vec![(LogLevel::Info, "hello key=k".to_string())]);
+        assert_eq!(
+            seen,
+            vec![(
+                LogLevel::Info,
+                "hello key=k attempt=2".to_string(),
+                "hello".to_string(),
+                vec![("key", "k".to_string()), ("attempt", "2".to_string())]
+            )]
+        );
     }
 }

@@ -22,7 +22,7 @@ use crate::errors::to_py;
 const CAPACITY: usize = 4096;
 
 /// `(core level 1..5, target, message, seconds since the epoch, thread name)`.
-type Record = (i32, String, String, f64, Option<String>);
+type Record = (i32, String, String, f64, Option<String>, Vec<(String, String)>);
 
 #[derive(Default)]
 struct Queued {
@@ -96,6 +96,11 @@ impl LogQueue {
                 record.message.clone(),
                 at,
                 thread,
+                record
+                    .fields
+                    .iter()
+                    .map(|(name, value)| ((*name).to_owned(), value.clone()))
+                    .collect(),
             ));
         })
         .map_err(|e| to_py(py, &e))

@@ -17,7 +17,11 @@ pub fn apply(connect: &mut ConnectOptions, options: &Bound<'_, PyDict>) -> PyRes
             .iter()
             .find(|spec| spec.name == name || spec.js_name == name)
             .map(|spec| spec.kind);
-        let value = to_value(&name, kind, &value)?;
+        // An unknown name is reported as such, whatever the value's type.
+        let value = match kind {
+            Some(kind) => to_value(&name, Some(kind), &value)?,
+            None => OptionValue::None,
+        };
         crate::api::set_option(connect, &name, value)
             .map_err(|e| crate::errors::to_py(options.py(), &e))?;
     }

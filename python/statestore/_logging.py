@@ -32,6 +32,8 @@ _queue: Optional[_native.LogQueue] = None
 _thread: Optional[threading.Thread] = None
 _level = 0  # core level forwarded now; 0: off
 _loggers: Dict[str, logging.Logger] = {}
+#: Attributes a field must not overwrite: LogRecord's own, and those ``makeRecord`` refuses.
+_RESERVED = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "target", "fields"}
 
 
 def _core_level(level: int) -> int:
@@ -54,14 +56,19 @@ def _logger_for(target: str) -> logging.Logger:
     return found
 
 
-def _emit(batch: Tuple[List[Tuple[int, str, str, float, Optional[str]]], int]) -> None:
+def _emit(batch: Tuple[List[Tuple[int, str, str, float, Optional[str], List[Tuple[str, str]]]], int]) -> None:
     records, dropped = batch
-    for core, target, message, created, thread in records:
+    for core, target, message, created, thread, fields in records:
         level = _LEVELS.get(core, logging.ERROR)
         log = _logger_for(target)
         if not log.isEnabledFor(level):
             continue
-        record = log.makeRecord(log.name, level, target, 0, message, (), None, extra={"target": target})
+        # Each field also as an attribute (for formatters and filters), unless it would shadow
+        # one of LogRecord's own; all of them in ``record.fields``.
+        extra: Dict[str, object] = {k: v for k, v in fields if k not in _RESERVED}
+        extra["target"] = target
+        extra["fields"] = dict(fields)
+        record = log.makeRecord(log.name, level, target, 0, message, (), None, extra=extra)
         record.created = created
         record.msecs = (created - int(created)) * 1000
         start = getattr(logging, "_startTime", None)

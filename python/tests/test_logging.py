@@ -98,6 +98,8 @@ def test_a_reconnect_is_a_warning_with_its_fields(capture: Capture, key: str) ->
     assert record.name == "statestore.client.event_loop"
     assert record.target == "statestore::client::event_loop"  # type: ignore[attr-defined]
     assert "error=" in record.getMessage()  # the record's fields follow the message
+    fields = record.fields  # type: ignore[attr-defined]
+    assert "error" in fields and record.error == fields["error"]  # type: ignore[attr-defined]
     assert record.threadName != "statestore-logging"  # the library thread that logged it
     # INFO: the debug records of the failed reconnection attempts were not forwarded.
     assert all(r.levelno >= logging.INFO for r in capture.records)

@@ -302,8 +302,8 @@ fn check_lock(
             ended += 1;
         }
         if let Some(earlier) = newest_ended.filter(|n| n.0 >= hold.0) {
-            // The restarted server forgot the lock's key (the reported defect): a holding
-            // that began before the restart may be acknowledged after a newer one.
+            // The restarted server had no holder (see the README's results): a holding that
+            // began before the restart may be acknowledged after a newer one.
             let restart = faults.iter().any(|f| {
                 f["kind"] == "server_sigkill"
                     && u(&f["start"]) + 3000 >= hold.1.min(earlier.1)
@@ -326,10 +326,10 @@ fn check_lock(
             );
         }
     }
-    // Two holders at once. Around a restart of the state store the lock's key is gone (it is
-    // not persisted), so a new holder gets it while the old one still holds: counted apart
-    // (see the README). Around other faults a holder may learn of its loss late. Outside any
-    // fault it is a failure.
+    // Two holders at once. Right after a restart of the state store a new holder has been seen
+    // to get the lock while the old one still held it (the README's results): counted apart,
+    // since fencing keeps the writes exclusive. Around other faults a holder may learn of its
+    // loss late. Outside any fault it is a failure.
     verdict.touch("lock_holders_disjoint_outside_faults");
     let mut interval_overlaps = 0;
     for (i, earlier) in holds.iter().enumerate() {

@@ -565,6 +565,19 @@ function getTimeout(options, allowed = ['timeout']) {
 }
 
 /**
+ * Runs `start` (which returns a Promise), turning a synchronous throw (a bad argument) into a
+ * rejection. Not an async function: the addon's Promise is returned as is (one Promise per
+ * call on the hot path).
+ */
+function promised(start) {
+  try {
+    return start()
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+/**
  * A state store client. Every operation is a Promise method with a blocking `…Sync` twin.
  * Create one with `Client.connect(options)`, `Client.fromEnv()` or their Sync twins.
  */
@@ -617,14 +630,10 @@ class Client {
 
   /** Sets `key` to `value`: `{ applied, version }`. */
   set(key, value, options) {
-    // Not an async function: the addon's Promise is returned as is (one Promise per call on
-    // the hot path); argument errors still come as a rejection.
-    try {
+    return promised(() => {
       const [k, v, o] = [args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options, SET_OPTIONS_ASYNC)]
       return abortable(signalOf(options), (call) => this.#native.set(k, v, o, call))
-    } catch (error) {
-      return Promise.reject(error)
-    }
+    })
   }
   setSync(key, value, options) {
     return this.#native.set(args.bytes(key, 'key'), args.bytes(value, 'value'), setOptions(options), SYNC)
@@ -632,13 +641,11 @@ class Client {
 
   /** `{ value, version }` or `null` when the key does not exist. */
   get(key, options) {
-    try {
+    return promised(() => {
       const [k, timeout] = [args.bytes(key, 'key'), getTimeout(options, GET_OPTIONS_ASYNC)]
       const pending = abortable(signalOf(options), (call) => this.#native.get(k, timeout, call))
       return this.#strings ? pending.then((r) => this.#value(r)) : pending
-    } catch (error) {
-      return Promise.reject(error)
-    }
+    })
   }
   getSync(key, options) {
     return this.#value(this.#native.get(args.bytes(key, 'key'), getTimeout(options), SYNC))
@@ -651,27 +658,23 @@ class Client {
 
   /** Deletes `key`: `{ deleted, outcome, version }`. */
   delete(key, options) {
-    try {
-      const [k, o] = [args.bytes(key, 'key'), deleteOptions(options, DELETE_OPTIONS_ASYNC)]
-      return abortable(signalOf(options), (call) => this.#native.delete(k, undefined, o, call))
-    } catch (error) {
-      return Promise.reject(error)
-    }
+    return this.#delete(key, undefined, options)
   }
   deleteSync(key, options) {
     return this.#native.delete(args.bytes(key, 'key'), undefined, deleteOptions(options), SYNC)
   }
   /** Deletes `key` only if it holds `value`. */
   vdel(key, value, options) {
-    try {
-      const [k, v, o] = [args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options, DELETE_OPTIONS_ASYNC)]
-      return abortable(signalOf(options), (call) => this.#native.delete(k, v, o, call))
-    } catch (error) {
-      return Promise.reject(error)
-    }
+    return promised(() => this.#delete(key, args.bytes(value, 'value'), options))
   }
   vdelSync(key, value, options) {
     return this.#native.delete(args.bytes(key, 'key'), args.bytes(value, 'value'), deleteOptions(options), SYNC)
+  }
+  #delete(key, value, options) {
+    return promised(() => {
+      const [k, o] = [args.bytes(key, 'key'), deleteOptions(options, DELETE_OPTIONS_ASYNC)]
+      return abortable(signalOf(options), (call) => this.#native.delete(k, value, o, call))
+    })
   }
 
   /** Notifications of `key`: iterate with `for await`, or listen with `on('set', ...)`. */

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { after, test } from 'node:test'
+import { Worker } from 'node:worker_threads'
 
 import { Client, ErrorCodes, setLogHandler } from 'statestore'
 import { deadline, nextEvent, startLocalServer, unique } from './helpers.mjs'
@@ -118,6 +119,47 @@ test('no password text in any record, even at trace', T, async () => {
   })
   assert.ok(records.length > 0)
   for (const r of records) assert.ok(!JSON.stringify(r).includes(secret), `${r.target}: ${r.message}`)
+})
+
+test('each worker thread has its own handler; a terminated worker\'s is removed', T, async () => {
+  const worker = new Worker(
+    `
+const { parentPort } = require('node:worker_threads')
+const { setLogHandler } = require('statestore')
+setLogHandler((record) => parentPort.postMessage(record), { level: 'warn' })
+parentPort.on('message', () => {}) // stays alive (the handler alone does not keep it)
+parentPort.postMessage('ready')
+`,
+    { eval: true },
+  )
+  const fromWorker = []
+  let workerSaw
+  const seenByWorker = new Promise((resolve) => (workerSaw = resolve))
+  worker.on('message', (m) => {
+    if (m === 'ready') return
+    fromWorker.push(m)
+    if (m.message.includes(LOST)) workerSaw(m)
+  })
+  await deadline(new Promise((resolve) => worker.once('message', resolve)), 20_000, 'worker ready')
+  try {
+    await withOutages('warn', {}, async ({ records, waitFor, outage }) => {
+      await outage()
+      await waitFor((r) => r.message.includes(LOST), 'the record on the main thread')
+      const record = await deadline(seenByWorker, 20_000, 'the record in the worker')
+      assert.equal(record.target, 'statestore::client::event_loop')
+      await worker.terminate()
+      await new Promise((resolve) => setImmediate(resolve))
+      // The worker's environment is gone: records keep flowing to the main thread only.
+      const seen = fromWorker.length
+      const lost = (r) => r.message.includes(LOST)
+      const count = records.filter(lost).length
+      await outage()
+      await waitFor(() => records.filter(lost).length > count, 'a second record on the main thread')
+      assert.equal(fromWorker.length, seen)
+    })
+  } finally {
+    await worker.terminate()
+  }
 })
 
 test('wrong arguments are TypeErrors', T, () => {

@@ -453,7 +453,8 @@ pub type statestore_update_cb = Option<
 /// `statestore_lock_update()` without blocking. Once the lock is held and `key` read, `update`
 /// runs on the library's dispatcher thread (the thread of the callbacks, one at a time: it
 /// may call blocking functions of this library, and delays the other callbacks while it
-/// runs); then `callback` runs exactly once, on that thread too, with the outcome: the value
+/// runs); then `callback` runs exactly once, on that thread too (for a client with
+/// `STATESTORE_CALLBACKS_INLINE`, where the write completed), with the outcome: the value
 /// written (`STATESTORE_OK`), `STATESTORE_ERR_CANCELLED` if `update` returned
 /// `STATESTORE_UPDATE_ABORT`, `STATESTORE_ERR_NOT_HELD` or a fencing error if the lock was
 /// lost before the write, `STATESTORE_ERR_CLOSED` if the client closed first. Both get

@@ -43,6 +43,8 @@ export interface LogRecord {
   target: string
   /** The message, followed by the record's fields as `name=value` (`error=...`). */
   message: string
+  /** The record's fields by name, values as text (`{ error: '...' }`). */
+  fields: Record<string, string>
 }
 
 /**

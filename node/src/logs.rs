@@ -7,6 +7,7 @@
 //! thread-safe function without blocking (a full queue drops the record), and the functions
 //! are weak, so a handler never keeps the process alive.
 
+use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use napi::bindgen_prelude::Function;
@@ -26,6 +27,8 @@ pub struct JsLogRecord {
     pub target: String,
     /// The message, followed by the record's fields as `name=value`.
     pub message: String,
+    /// The record's fields by name (values as text), for handlers that keep them apart.
+    pub fields: HashMap<String, String>,
 }
 
 /// Records waiting for one JavaScript thread, at most; more are dropped (a logging thread
@@ -68,6 +71,11 @@ fn forward(record: &LogRecord<'_>) {
                 level: record.level.name().to_string(),
                 target: record.target.to_string(),
                 message: record.message.clone(),
+                fields: record
+                    .fields
+                    .iter()
+                    .map(|(name, value)| ((*name).to_owned(), value.clone()))
+                    .collect(),
             };
             entry
                 .handler

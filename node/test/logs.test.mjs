@@ -78,7 +78,9 @@ test('a lost connection is a warn record from the client event loop', T, async (
     assert.equal(record.level, 'warn')
     assert.equal(record.target, 'statestore::client::event_loop')
     assert.match(record.message, /error=/, 'the fields follow the message')
-    assert.deepEqual(Object.keys(record).sort(), ['level', 'message', 'target'])
+    assert.deepEqual(Object.keys(record).sort(), ['fields', 'level', 'message', 'target'])
+    assert.equal(typeof record.fields.error, 'string', 'the fields also apart')
+    assert.ok(record.message.includes(`error=${record.fields.error}`))
     // 'info': the debug records of the failed reconnection attempts were not delivered.
     for (const r of records) assert.ok(['error', 'warn', 'info'].includes(r.level), `${r.level}: ${r.message}`)
   })

@@ -21,8 +21,15 @@ use crate::errors::to_py;
 /// counted (a stalled handler must not grow the process without limit).
 const CAPACITY: usize = 4096;
 
-/// `(core level 1..5, target, message, seconds since the epoch, thread name)`.
-type Record = (i32, String, String, f64, Option<String>, Vec<(String, String)>);
+/// `(core level 1..5, target, message, seconds since the epoch, thread name, fields)`.
+type Record = (
+    i32,
+    String,
+    String,
+    f64,
+    Option<String>,
+    Vec<(String, String)>,
+);
 
 #[derive(Default)]
 struct Queued {

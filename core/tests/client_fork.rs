@@ -15,6 +15,7 @@ const PARENT_CLIENT_NOT_REFUSED: i32 = 10;
 const CHILD_CONNECT_FAILED: i32 = 11;
 const CHILD_CALL_FAILED: i32 = 12;
 const PARENT_ASYNC_CLIENT_NOT_REFUSED: i32 = 13;
+const PARENT_CLOSE_NOT_REFUSED: i32 = 14;
 
 #[test]
 fn the_blocking_client_works_in_a_forked_child() {
@@ -63,6 +64,12 @@ fn child(parent: &Client, options: statestore::ConnectOptions) -> i32 {
     let inherited = statestore::runtime::block_on(parent.as_async().get("k"));
     if !matches!(inherited, Ok(Err(Error::Runtime(_)))) {
         return PARENT_ASYNC_CLIENT_NOT_REFUSED;
+    }
+    // Closing it is refused at once too (it used to wait out the cleanup grace period for the
+    // parent's tasks, then report success).
+    let closed = statestore::runtime::block_on(parent.as_async().close());
+    if !matches!(closed, Ok(Err(Error::Runtime(_)))) {
+        return PARENT_CLOSE_NOT_REFUSED;
     }
     let Ok(client) = Client::connect(options) else {
         return CHILD_CONNECT_FAILED;

@@ -244,6 +244,7 @@ def test_fork_every_inherited_object_fails_at_once(server: LocalStateStore, key:
         "election.resign": election.resign,
         "async get": lambda: asyncio.new_event_loop().run_until_complete(aparent.get(key)),
         "async set": lambda: asyncio.new_event_loop().run_until_complete(aparent.set(key, "child")),
+        "close": parent.close,  # last: refused too, so the parent's client stays open
     }
     read, write = os.pipe()
     pid = os.fork()

@@ -354,7 +354,11 @@ impl Client {
     /// The cleanups that drops left to the background (releasing a dropped lease or lock
     /// guard, undoing an acquisition cut short, stopping the registration of a dropped
     /// observation) get up to two seconds to finish first.
+    ///
+    /// In a forked child, a client of the parent fails with [`Error::Runtime`] at once: its
+    /// connection and tasks stayed in the parent, which this must not disturb.
     pub async fn close(&self) -> Result<()> {
+        crate::blocking::ensure_created_here(self.inner.shared.pid, "client")?;
         let _ = tokio::time::timeout(CLOSE_GRACE, self.inner.shared.cleanups_done()).await;
         self.inner.shared.shutdown();
         let tasks =

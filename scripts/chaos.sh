@@ -47,21 +47,9 @@ else
   flags+=(--skip "c=no libstatestore/statestore.h (bindings/ not built) or no $writers/writer.c")
 fi
 
-# Python: the package importable by the interpreter scripts/test-python.sh installs into
-# (CHAOS_PYTHON overrides).
-python="${CHAOS_PYTHON:-}"
-# An in-place build (maturin develop, or the extension copied next to the package) is found
-# through PYTHONPATH.
-if ls python/statestore/_native*.so >/dev/null 2>&1; then
-  export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
-fi
-if [ -z "$python" ]; then
-  for candidate in "$target_dir/chaos/venv/bin/python" python/.venv/bin/python python3; do
-    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import statestore; statestore.Client; statestore.AsyncClient' >/dev/null 2>&1; then
-      python="$candidate"; break
-    fi
-  done
-fi
+# Python: the package installed from this tree's sources into the chaos venv
+# (scripts/chaos-python.sh refreshes it when the sources are newer); CHAOS_PYTHON overrides.
+python="${CHAOS_PYTHON:-$(bash scripts/chaos-python.sh || true)}"
 if [ -n "$python" ] && [ -f "$writers/writer.py" ]; then
   flags+=(--writer "python-sync=$python $writers/writer.py sync" --writer "python-async=$python $writers/writer.py async")
 else

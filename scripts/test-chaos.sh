@@ -106,20 +106,14 @@ else
   skip c "libstatestore (bindings/) does not build"
 fi
 
-# --- Python: hypothesis and the malicious server, in a venv of our own.
+# --- Python: hypothesis and the malicious server, in a venv of our own, with the package
+# installed from this tree's current sources (scripts/chaos-python.sh).
 venv="$target_dir/chaos/venv"
 python_ready() {
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || return 1
+  bash scripts/chaos-python.sh >/dev/null || return 1
   "$venv/bin/python" -c 'import pytest, hypothesis, pytest_timeout' 2>/dev/null \
     || timeout 300 "$venv/bin/pip" install -q pytest hypothesis pytest-timeout || return 1
-  # An in-place build of the package (python/statestore/_native*.so) is used as it is;
-  # otherwise the package is installed into the venv the way a user does.
-  if ls python/statestore/_native*.so >/dev/null 2>&1; then
-    export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
-  fi
-  "$venv/bin/python" -c 'import statestore.testing' 2>/dev/null \
-    || timeout 1200 "$venv/bin/pip" install -q ./python || return 1
-  "$venv/bin/python" -c 'import statestore.testing'
+  (cd "$venv" && bin/python -c 'import statestore.testing')
 }
 if python_ready; then
   export CHAOS_PYTHON="$venv/bin/python"

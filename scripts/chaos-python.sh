@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Prints the interpreter of the chaos runs' venv (TARGET/chaos/venv) after making sure the
+# statestore package installed there was built from this tree's current sources: it installs
+# the package the way a user does (pip install ./python) when it is missing or older than any
+# source file of core/ or python/. A package or in-place extension built from older sources
+# would test old code; it did once, and made the chaos run report lock overlaps that the
+# current code does not have.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target_dir="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo target)"
+venv="$target_dir/chaos/venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv" >&2
+# Run from the venv's directory, so that ./python/statestore (sources, or a stale in-place
+# build) can never be the one imported.
+native="$(cd "$venv" && bin/python -c 'import statestore._native as n; print(n.__file__)' 2>/dev/null || true)"
+if [ -z "$native" ] || [ -n "$(find core/src core/Cargo.toml python/src python/statestore python/Cargo.toml python/pyproject.toml \
+    -type f -newer "$native" -print -quit 2>/dev/null)" ]; then
+  echo "chaos-python: installing ./python into $venv (missing or older than the sources)" >&2
+  timeout 1200 "$venv/bin/pip" install -q --force-reinstall --no-deps ./python >&2
+fi
+echo "$venv/bin/python"

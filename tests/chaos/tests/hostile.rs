@@ -229,7 +229,11 @@ async fn a_notification_flood_to_an_unread_observation_stays_bounded() {
     // Observed, never read: the application is busy elsewhere. A second observation of
     // another client-side key, read, tells when the flood is over ("final" comes last).
     let _unread = client.observe("h/notify-flood").await.unwrap();
-    let watcher = Client::connect(hostile.options()).await.unwrap();
+    // The watcher registers while 100 MiB of notifications are under way on the same broker:
+    // on a loaded machine that takes longer than the catalogue's 500 ms timeout.
+    let watcher = Client::connect(hostile.options().default_timeout(DEADLINE))
+        .await
+        .unwrap();
     let mut read = watcher.observe("h/notify-flood").await.unwrap();
     let mut peak = before;
     tokio::time::timeout(DEADLINE, async {

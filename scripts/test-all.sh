@@ -12,6 +12,14 @@ echo "== format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+# tokio must park threads with std's locks: parking_lot's process-wide table crashes forked
+# children (third_party/README.md).
+tokio_features=$(cargo tree --workspace -e features -i tokio)
+if grep -q 'tokio feature "parking_lot"' <<<"$tokio_features"; then
+  echo "tokio's parking_lot feature is on (forked children crash): see third_party/README.md" >&2
+  grep -A6 'feature "parking_lot"' <<<"$tokio_features" >&2
+  exit 1
+fi
 
 echo "== fuzz smoke (${FUZZ_SECONDS:-20}s per target)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

@@ -3,7 +3,10 @@
 //!
 //! A forked child inherits the parent's runtime object but none of its worker threads, so the
 //! runtime is keyed by process id: the first use in a new process builds a fresh runtime and
-//! leaks the inherited one (dropping it would wait for threads that do not exist).
+//! leaks the inherited one (dropping it would wait for threads that do not exist). Its threads
+//! park with the standard library's locks, whose state lives in each lock: tokio's
+//! `parking_lot` feature would have them queue in one process-wide table, which a child
+//! inherits with the parent's parked threads in it (third_party/README.md).
 //!
 //! # Where blocking calls may run
 //!
@@ -259,6 +262,69 @@ mod tests {
             "the child saw its parent's pid"
         );
         assert_eq!(current_pid(), std::process::id());
+    }
+
+    /// Busy work on the internal runtime from several threads: tasks, blocking-pool jobs and
+    /// timers, so that every kind of runtime thread parks and wakes many times.
+    fn churn() -> bool {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    (0..100).all(|_| {
+                        block_on(async {
+                            let tasks: Vec<_> = (0..4)
+                                .map(|i| {
+                                    tokio::spawn(async move {
+                                        tokio::time::sleep(std::time::Duration::ZERO).await;
+                                        tokio::task::spawn_blocking(move || i).await.unwrap()
+                                    })
+                                })
+                                .collect();
+                            let mut sum = 0;
+                            for task in tasks {
+                                sum += task.await.unwrap();
+                            }
+                            sum == 6
+                        })
+                        .unwrap_or(false)
+                    })
+                })
+            })
+            .collect();
+        threads.into_iter().all(|t| t.join().unwrap_or(false))
+    }
+
+    /// Forked while the parent's runtime threads were parked (idle workers, idle blocking-pool
+    /// threads), a child runs a runtime of its own. With tokio's "parking_lot" feature (which a
+    /// dependency's tokio "full" turned on, see third_party/README.md) the child inherited
+    /// parking_lot's table of parked threads, the parent's in it, and crashed on it.
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_runs_its_own_runtime() {
+        assert!(churn(), "the parent's own work failed");
+        for _ in 0..8 {
+            // SAFETY: the child only uses the library, whose runtime is rebuilt per process,
+            // and ends with _exit.
+            let child = unsafe { libc::fork() };
+            assert!(child >= 0, "fork failed");
+            if child == 0 {
+                // The deadline: a child that hangs is killed by SIGALRM.
+                // SAFETY: alarm has no preconditions.
+                unsafe { libc::alarm(60) };
+                let ok = churn();
+                // SAFETY: ends the child without running the parent's atexit handlers.
+                unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+            }
+            let mut status = 0;
+            // SAFETY: waits for the child just forked.
+            let waited = unsafe { libc::waitpid(child, &mut status, 0) };
+            assert_eq!(waited, child);
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "the child failed (crashed, or hung until SIGALRM): wait status {status}"
+            );
+            assert!(churn(), "the parent's own work failed after the fork");
+        }
     }
 
     #[test]

@@ -1,0 +1,3 @@
+mod verifiers;
+
+pub(crate) use verifiers::NoVerification;

@@ -16,6 +16,7 @@ use statestore::Result;
 
 use crate::api::{Canceller, Pending};
 use crate::errors::to_py;
+use crate::finalizing::{self, detach};
 
 /// Turns a core result into a Python object once the GIL is held.
 pub type Conv = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
@@ -28,7 +29,7 @@ pub const SLICE: Duration = Duration::from_millis(50);
 /// `KeyboardInterrupt`) cancels the call and propagates.
 pub fn block<T: Send + 'static>(py: Python<'_>, mut pending: Pending<T>) -> PyResult<T> {
     loop {
-        if let Some(result) = py.detach(|| pending.wait_timeout(SLICE)) {
+        if let Some(result) = detach(py, || pending.wait_timeout(SLICE)) {
             return result.map_err(|e| to_py(py, &e));
         }
         if let Err(interrupted) = py.check_signals() {
@@ -64,7 +65,7 @@ fn block_on_here<T>(future: impl Future<Output = T>) -> std::result::Result<T, P
             tokio::select! {
                 output = &mut future => return Ok(output),
                 () = tokio::time::sleep(SLICE) => {
-                    if let Some(Err(interrupted)) = Python::try_attach(|py| py.check_signals()) {
+                    if let Some(Err(interrupted)) = finalizing::try_attach(|py| py.check_signals()) {
                         return Err(interrupted);
                     }
                 }
@@ -73,7 +74,7 @@ fn block_on_here<T>(future: impl Future<Output = T>) -> std::result::Result<T, P
     };
     match statestore::runtime::block_on(checked) {
         Ok(output) => output,
-        Err(error) => Err(Python::attach(|py| to_py(py, &error))),
+        Err(error) => Err(finalizing::attach(|py| to_py(py, &error))),
     }
 }
 
@@ -124,9 +125,7 @@ impl Call {
     /// result (raises its error).
     fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let work = self.take()?;
-        let conv = py
-            .detach(|| block_on_here(work))?
-            .map_err(|e| to_py(py, &e))?;
+        let conv = detach(py, || block_on_here(work))?.map_err(|e| to_py(py, &e))?;
         conv(py)
     }
 

@@ -154,7 +154,7 @@ impl Observation {
                 None => SLICE,
             };
             let stream = &self.stream;
-            match py.detach(|| stream.next_timeout(Some(slice))) {
+            match crate::finalizing::detach(py, || stream.next_timeout(Some(slice))) {
                 Ok(Some(e)) => return event(py, &e, self.decode).map(Some),
                 Ok(None) => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {

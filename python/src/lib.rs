@@ -7,6 +7,7 @@ mod client;
 mod convert;
 mod errors;
 mod events;
+mod finalizing;
 mod lease;
 mod logs;
 mod options;
@@ -87,6 +88,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lease::Election>()?;
     m.add_class::<logs::LogQueue>()?;
     m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(finalizing::exiting, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_set_error_factory, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;

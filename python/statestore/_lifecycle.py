@@ -1,11 +1,15 @@
 """Clients still open at interpreter exit are closed then, so that no background thread is
-left talking to a finished interpreter."""
+left talking to a finished interpreter. The thread that exits is recorded first: from then on,
+a thread returning from the library while the interpreter finalizes stays parked in it instead
+of being ended there by Python (which aborts the process before Python 3.14)."""
 
 from __future__ import annotations
 
 import atexit
 import weakref
 from typing import Any
+
+from . import _native
 
 _open: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
@@ -16,6 +20,7 @@ def track(client: Any) -> None:
 
 @atexit.register
 def _close_all() -> None:
+    _native.exiting()
     for client in list(_open):
         try:
             client._native.close().wait()

@@ -33,6 +33,7 @@ __all__ = [
     "_set_error_factory",
     "connect_options",
     "error_codes",
+    "exiting",
     "stop_logs",
 ]
 
@@ -317,3 +318,4 @@ class LogQueue:
     def close(self) -> None: ...
 
 def stop_logs() -> None: ...
+def exiting() -> None: ...

@@ -296,6 +296,69 @@ def test_exit_with_open_clients_and_observations(server: LocalStateStore, key: s
     assert r.returncode == 0 and r.stdout.strip() == "bye", r.stderr
 
 
+def test_a_thread_returning_from_the_library_at_exit_stays_in_it() -> None:
+    """Once the exit handler ran, a thread whose call returns parks in the library instead of
+    taking the GIL back: before Python 3.14 the interpreter ends such a thread with pthread_exit
+    while it finalizes, which aborted the process through the library's Rust frames ("FATAL:
+    exception not rethrown"). The exiting thread itself still uses the library."""
+    r = run_python(
+        """
+        import threading, statestore
+        from statestore import _native
+        from statestore.testing import LocalStateStore
+        server = LocalStateStore()
+        c = server.client()
+        obs = c.observe("k")
+        waiting, returned = threading.Event(), threading.Event()
+        def wait_for_an_event():
+            waiting.set()
+            obs.next(timeout=0.5)  # returns None after 0.5 s, after the exit handler began
+            returned.set()
+        worker = threading.Thread(target=wait_for_an_event, daemon=True)
+        worker.start()
+        waiting.wait(10)
+        _native.exiting()  # what statestore's atexit handler does first
+        c.set("k", "from the exiting thread")  # the exiting thread is not held back
+        worker.join(3)
+        print("parked" if worker.is_alive() and not returned.is_set() else "returned")
+        """
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "parked", (r.stdout, r.stderr)
+
+
+def test_daemon_threads_calling_the_library_while_the_interpreter_exits() -> None:
+    """Daemon threads in a loop of blocking calls, and an interpreter that releases the GIL
+    while it finalizes (a collected object's ``__del__`` sleeps): every run exits cleanly."""
+    code = """
+        import gc, sys, threading, time, statestore
+        from statestore.testing import LocalStateStore
+        class ReleasesTheGilWhenCollected:
+            def __del__(self):
+                time.sleep(0.05)
+        gc.disable()  # collected by the interpreter's last collection, while it finalizes
+        cycle = ReleasesTheGilWhenCollected()
+        cycle.me = cycle
+        del cycle
+        server = LocalStateStore()
+        c = server.client()
+        started = threading.Barrier(5)
+        def hammer():
+            started.wait()
+            while True:
+                try:
+                    c.set("k", "v")
+                except statestore.StateStoreError:
+                    pass
+        for _ in range(4):
+            threading.Thread(target=hammer, daemon=True).start()
+        started.wait()
+        print("bye")
+        """
+    for _ in range(3):
+        r = run_python(code)
+        assert r.returncode == 0 and r.stdout.strip() == "bye", (r.returncode, r.stderr[-2000:])
+
+
 def test_exit_with_a_server_running() -> None:
     r = run_python(
         """

@@ -47,7 +47,13 @@ pub(crate) fn dispatch(job: Job) {
         Ok(_) => {
             // The receiver lives in the thread just started: the send cannot fail.
             let _ = sender.send(job);
-            *slot = Some((pid, sender));
+            if let Some((owner, inherited)) = slot.replace((pid, sender)) {
+                if owner != pid {
+                    // The parent's queue, whose thread is not in this process: dropping it
+                    // would wake that thread through locks it may have held at the fork.
+                    std::mem::forget(inherited);
+                }
+            }
         }
         Err(error) => {
             // No thread can be had: run it here rather than lose it.

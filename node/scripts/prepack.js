@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm pack` / `npm publish`: copies the Rust sources the addon builds from (the node crate,
-// core and server, and the workspace settings they inherit) into crate/, so that the tarball
-// builds from source anywhere (scripts/build.js prefers crate/). `--clean` removes the copy.
+// core and server, the patched mqtt5, and the workspace settings they inherit) into crate/, so
+// that the tarball builds from source anywhere (scripts/build.js prefers crate/). `--clean`
+// removes the copy.
 'use strict'
 const fs = require('node:fs')
 const path = require('node:path')
@@ -34,6 +35,12 @@ for (const [name, dir] of Object.entries(crates)) {
     const from = path.join(dir, entry)
     if (fs.existsSync(from)) copy(from, path.join(out, name, entry))
   }
+}
+
+// The patched dependency the workspace's [patch.crates-io] points to (third_party/README.md).
+const mqtt5 = path.join(repo, 'third_party', 'mqtt5')
+for (const entry of ['Cargo.toml', 'README.md', 'src']) {
+  copy(path.join(mqtt5, entry), path.join(out, 'third_party', 'mqtt5', entry))
 }
 
 // The workspace root: the repository's, with only these members.

@@ -37,7 +37,7 @@ for (const [name, dir] of Object.entries(crates)) {
   }
 }
 
-// The patched dependency the workspace's [patch.crates-io] points to (third_party/README.md).
+// The patched mqtt5 the workspace depends on by path (third_party/README.md).
 const mqtt5 = path.join(repo, 'third_party', 'mqtt5')
 for (const entry of ['Cargo.toml', 'README.md', 'src']) {
   copy(path.join(mqtt5, entry), path.join(out, 'third_party', 'mqtt5', entry))

@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use pyo3::marker::Ungil;
 use pyo3::prelude::*;
 
-#[derive(Default)]
 struct State {
     /// The thread that ends the program, once its exit handler ran.
     exiting: Option<ThreadId>,

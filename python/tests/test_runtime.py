@@ -312,7 +312,7 @@ def test_a_thread_returning_from_the_library_at_exit_stays_in_it() -> None:
         waiting, returned = threading.Event(), threading.Event()
         def wait_for_an_event():
             waiting.set()
-            obs.next(timeout=0.5)  # returns None after 0.5 s, after the exit handler began
+            obs.next(timeout=10)  # returns every 50 ms to check signals: parks at the first after exiting()
             returned.set()
         worker = threading.Thread(target=wait_for_an_event, daemon=True)
         worker.start()
@@ -324,39 +324,6 @@ def test_a_thread_returning_from_the_library_at_exit_stays_in_it() -> None:
         """
     )
     assert r.returncode == 0 and r.stdout.strip() == "parked", (r.stdout, r.stderr)
-
-
-def test_daemon_threads_calling_the_library_while_the_interpreter_exits() -> None:
-    """Daemon threads in a loop of blocking calls, and an interpreter that releases the GIL
-    while it finalizes (a collected object's ``__del__`` sleeps): every run exits cleanly."""
-    code = """
-        import gc, sys, threading, time, statestore
-        from statestore.testing import LocalStateStore
-        class ReleasesTheGilWhenCollected:
-            def __del__(self):
-                time.sleep(0.05)
-        gc.disable()  # collected by the interpreter's last collection, while it finalizes
-        cycle = ReleasesTheGilWhenCollected()
-        cycle.me = cycle
-        del cycle
-        server = LocalStateStore()
-        c = server.client()
-        started = threading.Barrier(5)
-        def hammer():
-            started.wait()
-            while True:
-                try:
-                    c.set("k", "v")
-                except statestore.StateStoreError:
-                    pass
-        for _ in range(4):
-            threading.Thread(target=hammer, daemon=True).start()
-        started.wait()
-        print("bye")
-        """
-    for _ in range(3):
-        r = run_python(code)
-        assert r.returncode == 0 and r.stdout.strip() == "bye", (r.returncode, r.stderr[-2000:])
 
 
 def test_exit_with_a_server_running() -> None:

@@ -1,4 +1,4 @@
-// Types of the `statestore` package (hand-written over the addon's generated native.d.ts;
+// Types of the `mqtt-statestore` package (hand-written over the addon's generated native.d.ts;
 // test/types.test.mjs checks that every runtime method is declared here, and the examples
 // are type-checked with `tsc --noEmit --strict`).
 
@@ -54,6 +54,9 @@ export interface LogRecord {
  * A handler never keeps the process alive; records that come faster than the thread takes
  * them are dropped rather than slowing the library down. Secrets never appear in records.
  */
+/** The library's version, e.g. `'0.1.0'` (the same in every language). */
+export declare const version: string
+
 export declare function setLogHandler(handler: ((record: LogRecord) => void) | null, options?: { level?: LogLevel }): void
 
 /** Orders two versions or fencing tokens: negative, zero or positive. */
@@ -370,7 +373,7 @@ export declare class Election<V = Buffer> {
   lossEvents(): Observation<V>
 }
 
-/** A running local state store (from `statestore/testing`). */
+/** A running local state store (from `mqtt-statestore/testing`). */
 export interface LocalServer {
   readonly host: string
   readonly port: number
@@ -411,7 +414,7 @@ export declare class Client<V = Buffer> {
   /** Connects with the `AIO_*` environment of an Azure IoT Operations pod; `overrides` win. */
   static fromEnv<O extends ConnectOptions = {}>(overrides?: O): Promise<Client<Value<O>>>
   static fromEnvSync<O extends ConnectOptions = {}>(overrides?: O): Client<Value<O>>
-  /** The in-process local state store on a free port (same as `statestore/testing`). */
+  /** The in-process local state store on a free port (same as `mqtt-statestore/testing`). */
   static startLocalServer(options?: LocalServerOptions): Promise<LocalServer>
   static startLocalServerSync(options?: LocalServerOptions): LocalServer
 

@@ -1,4 +1,4 @@
-// Types of `statestore/testing`: the in-process local state store for your tests.
+// Types of `mqtt-statestore/testing`: the in-process local state store for your tests.
 import type { LocalServer, LocalServerOptions } from './index'
 
 export type { LocalServer, LocalServerOptions }

@@ -1,4 +1,4 @@
-// `statestore/testing` as an ES module.
+// `mqtt-statestore/testing` as an ES module.
 import cjs from './testing.js'
 
 export const { LocalServer, startLocalServer, startLocalServerSync } = cjs

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 16: every binding flavour side by side with the Rust clients and with the protocol
 # spoken by hand (paho-mqtt, mqtt.js), in one run. Installs what the drivers need under
-# target/bench-bindings/ the way users do (a venv with `pip install ./python` and paho-mqtt,
-# a folder with `npm install ./node` and mqtt, libstatestore installed by scripts/install-c.sh
+# target/bench-bindings/ the way users do: the release packages of dist/ (scripts/package.sh,
+# run here for the languages whose packages are missing or older than the sources) in a venv
+# with paho-mqtt and in a folder with mqtt, libstatestore installed by scripts/install-c.sh
 # into a prefix and bench/drivers/c_driver.c compiled against it with pkg-config), builds the
 # harness in release and runs `statestore-bench bindings`: the Markdown table on stdout,
 # bench/results/bindings.json, bindings.svg and bindings.md.
@@ -13,7 +14,8 @@
 # Usage: scripts/bench-bindings.sh [--quick | --smoke] [--out DIR] [--filter TEXT]
 #                                  [--flavours rust-async,python-async,...]
 #   (full profile by default: ~25 minutes; --quick: under 3 minutes once installed)
-# Environment: BENCH_SKIP_INSTALL=1 reuses what is installed without checking for changes.
+# Environment: BENCH_SKIP_INSTALL=1 reuses what is installed without checking for changes;
+# STATESTORE_DIST_READY=1 takes dist/ as built from the current sources (CI builds it first).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -75,17 +77,15 @@ if [ "$python_ok" = 1 ]; then
   "$venv/bin/python" -c 'import paho.mqtt' 2>/dev/null ||
     timeout 300 "$venv/bin/pip" install -q 'paho-mqtt>=2,<3' >"$logs/paho.log" 2>&1 ||
     say "paho-mqtt did not install (see $logs/paho.log)"
-  if [ -f python/pyproject.toml ]; then
-    if fresh python python core Cargo.lock && "$venv/bin/python" -c 'import statestore' 2>/dev/null; then
-      say "python package up to date"
+  if fresh python python core Cargo.lock && "$venv/bin/python" -c 'import statestore' 2>/dev/null; then
+    say "python package up to date"
+  else
+    say "installing the Python package (dist/ wheel, from scripts/package.sh python)"
+    if { [ "${STATESTORE_DIST_READY:-0}" = 1 ] || timeout 1800 bash scripts/package.sh python >"$logs/python.log" 2>&1; } &&
+      timeout 600 "$venv/bin/pip" install -q --force-reinstall --no-index --find-links dist mqtt-statestore >>"$logs/python.log" 2>&1; then
+      stamp python python core Cargo.lock
     else
-      say "installing the Python package (pip install ./python)"
-      if timeout 1800 "$venv/bin/pip" install -q --force-reinstall --no-deps ./python >"$logs/python.log" 2>&1 ||
-        timeout 1800 "$venv/bin/pip" install -q ./python >>"$logs/python.log" 2>&1; then
-        stamp python python core Cargo.lock
-      else
-        say "the Python package did not install (see $logs/python.log): its flavours will be unavailable"
-      fi
+      say "the Python package did not install (see $logs/python.log): its flavours will be unavailable"
     fi
   fi
   args+=(--python "$venv/bin/python")
@@ -99,21 +99,18 @@ if command -v node >/dev/null; then
   [ -d "$nodedir/node_modules/mqtt" ] ||
     (cd "$nodedir" && timeout 300 npm install --no-audit --no-fund --loglevel=error 'mqtt@5') >"$logs/mqtt.log" 2>&1 ||
     say "mqtt.js did not install (see $logs/mqtt.log)"
-  if [ -f node/package.json ]; then
-    if fresh node node core Cargo.lock && [ -e "$nodedir/node_modules/statestore" ] &&
-      (cd "$nodedir" && node -e 'require("statestore")') 2>/dev/null; then
-      say "node package up to date"
+  if fresh node node core Cargo.lock && (cd "$nodedir" && node -e 'require("mqtt-statestore")') 2>/dev/null; then
+    say "node package up to date"
+  else
+    say "installing the Node package (dist/ tarballs, from scripts/package.sh node)"
+    version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+    if { [ "${STATESTORE_DIST_READY:-0}" = 1 ] || timeout 1800 bash scripts/package.sh node >"$logs/node.log" 2>&1; } &&
+      (cd "$nodedir" && timeout 600 npm install --no-audit --no-fund --loglevel=error \
+        "$root/dist/mqtt-statestore-$version.tgz" "$root/dist/mqtt-statestore-linux-x64-gnu-$version.tgz") >>"$logs/node.log" 2>&1 &&
+      (cd "$nodedir" && node -e 'require("mqtt-statestore")') 2>>"$logs/node.log"; then
+      stamp node node core Cargo.lock
     else
-      say "installing the Node package (npm install ./node)"
-      # A folder install links the package and runs its install script (the native build).
-      if (cd "$nodedir" && timeout 1800 npm install --no-audit --no-fund --loglevel=error "$root/node") >"$logs/node.log" 2>&1 &&
-        { (cd "$nodedir" && node -e 'require("statestore")') 2>>"$logs/node.log" ||
-          { (cd node && timeout 1800 npm run --silent build) >>"$logs/node.log" 2>&1 &&
-            (cd "$nodedir" && node -e 'require("statestore")') 2>>"$logs/node.log"; }; }; then
-        stamp node node core Cargo.lock
-      else
-        say "the Node package did not install (see $logs/node.log): its flavours will be unavailable"
-      fi
+      say "the Node package did not install (see $logs/node.log): its flavours will be unavailable"
     fi
   fi
   args+=(--node "$(command -v node)" --node-dir "$nodedir")

@@ -62,7 +62,7 @@ if command -v node >/dev/null && [ -f "$writers/writer.mjs" ] \
     && (cd node && node -e 'require(".")' >/dev/null 2>&1); then
   flags+=(--writer "node=node $writers/writer.mjs" --writer "node-sync=node $writers/writer.mjs sync")
 else
-  reason="the statestore Node package in node/ does not load (build it with scripts/test-node.sh)"
+  reason="the statestore Node package in node/ does not load (build it: npm install && npm run build in node/)"
   flags+=(--skip "node=$reason" --skip "node-sync=$reason")
 fi
 

@@ -34,10 +34,18 @@ cargo test --workspace --doc
 # nextest: one process per test, each killed after 2 minutes if it hangs (.config/nextest.toml).
 cargo nextest run --workspace --no-tests=fail
 
-# Each binding (builds and installs its package as a user does, runs its tests and its runners of
-# the shared scenarios), then the bindings benchmark's smoke run and the short chaos run. Each
-# part is timed, so the README can say what it costs; a missing script is a failure.
+# The release artefacts (dist/, scripts/package.sh), then each binding (installs the artefacts
+# as a user does, with no Rust toolchain on PATH, runs its tests and its runners of the shared
+# scenarios), then the bindings benchmark's smoke run and the short chaos run, which use the
+# same artefacts. Each part is timed, so the README can say what it costs; a missing script is
+# a failure.
 timings=()
+echo "== package"
+start=$SECONDS
+rm -rf dist
+bash scripts/package.sh
+export STATESTORE_DIST_READY=1
+timings+=("package $((SECONDS - start)) s")
 for part in c python node bench chaos; do
   echo "== $part"
   start=$SECONDS

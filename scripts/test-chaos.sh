@@ -127,7 +127,8 @@ fi
 node_ready() {
   command -v node >/dev/null || return 1
   (cd node && node -e 'require(".")' >/dev/null 2>&1) \
-    || (cd node && timeout 1200 npm install --no-audit --no-fund >/dev/null) || return 1
+    || (cd node && timeout 600 npm install --no-audit --no-fund --omit=optional --omit=peer >/dev/null \
+      && timeout 1800 npm run --silent build >/dev/null) || return 1
   (cd tests/chaos/node && { [ -d node_modules/fast-check ] || timeout 300 npm ci --no-audit --no-fund >/dev/null; })
 }
 if node_ready; then

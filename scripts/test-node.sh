@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# The Node package's tests (issue 15), from a fresh clone: installs what it needs (Node and npm
-# must be there; Mosquitto via apt if missing), then
-#   1. `npm install` inside node/ (builds the addon from source, installs typescript),
-#   2. `npm install <repo>/node` into an empty temporary project, as a user does,
-#   3. `npm pack` and `npm install <tarball>` into another one (builds from the packed sources),
-# and runs the README example in each, the whole test suite (node --test, a deadline per test) in
-# the first and the package checks in the second; then `tsc --noEmit --strict` on the TypeScript example, and clippy/rustfmt of
-# the crate. The shared scenarios run inside the suite (test/scenarios.test.mjs), Promise and
-# Sync. Ends with node --test's "# pass N / # fail N" for each suite.
+# The Node packages' tests, from a fresh clone (Node and npm must be there; Mosquitto via apt if
+# missing):
+#   1. the packages a release publishes (dist/, from scripts/package.sh, run here if missing) are
+#      published to a throwaway local registry (verdaccio) and installed BY NAME into an empty
+#      project, `npm install mqtt-statestore mqtt-statestore-testing`, with no cargo or rustc on
+#      PATH: no build may run, and npm may print no EBADENGINE warning; there the README
+#      example and the whole test suite run (node --test, a deadline per test, the shared
+#      scenarios in Promise and Sync flavours);
+#   2. a contributor's path: `npm install` and `npm run build:debug` inside node/, then
+#      `npm install <checkout>/node` into an empty project outside the repository, and the
+#      README example there;
+#   3. `tsc --noEmit --strict` on the TypeScript example, and clippy/rustfmt of the crates.
+# Ends with node --test's "# pass N / # fail N" for each suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -21,50 +25,68 @@ if ! command -v mosquitto >/dev/null && [ ! -x /usr/sbin/mosquitto ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mosquitto >/dev/null
 fi
 
-echo "== node: rustfmt and clippy of statestore-node"
-cargo fmt -p statestore-node --check
-cargo clippy -p statestore-node --all-targets --quiet -- -D warnings
+echo "== node: rustfmt and clippy of the addons"
+cargo fmt -p statestore-node -p statestore-node-testing --check
+cargo clippy -p statestore-node -p statestore-node-testing --all-targets --quiet -- -D warnings
 
 echo "== node: statestore-server binary for the Mosquitto tests"
 cargo build -p statestore-server --quiet
 export STATESTORE_SERVER_BIN="$root/target/debug/statestore-server"
 export STATESTORE_REPO="$root"
 
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+tarballs=(mqtt-statestore mqtt-statestore-linux-x64-gnu mqtt-statestore-testing mqtt-statestore-testing-linux-x64-gnu)
+for name in "${tarballs[@]}"; do
+  [ -f "dist/$name-$version.tgz" ] || { bash scripts/package.sh node; break; }
+done
+
 work="$(mktemp -d -t statestore-node-XXXXXX)"
-trap 'rm -rf "$work"' EXIT
-# The packed install builds the copied crates with the repository's release settings into the
-# shared target directory, so compiled dependencies are reused.
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-export CARGO_PROFILE_RELEASE_DEBUG="${CARGO_PROFILE_RELEASE_DEBUG:-1}"
+source scripts/lib/npm-registry.sh
+source scripts/lib/user-path.sh
+trap 'registry_stop; rm -rf "$work"' EXIT
 
-echo "== node: npm install inside node/ (build from source, dev dependencies)"
-(cd node && timeout 900 npm install --no-package-lock)
-
-echo "== node: tsc --noEmit --strict on the TypeScript example"
-(cd node && timeout 120 npx tsc -p examples/tsconfig.json --noEmit --strict)
-
-run_suite() { # $1: project dir with statestore installed; $2: the test files (a glob in it)
+run_suite() { # $1: project dir with the packages installed; $2: the test files (a glob in it)
   local project="$1" pattern="$2"
   mkdir -p "$project/test"
   cp node/test/*.mjs "$project/test/"
   cp node/examples/quickstart.js "$project/"
-  (cd "$project" && timeout 60 node quickstart.js >/dev/null && echo "README example: ok")
+  (cd "$project" && PATH="$USER_PATH" timeout 60 node quickstart.js >/dev/null && echo "README example: ok")
   # The glob is expanded inside the project (node --test does not expand it on Node 20).
   # shellcheck disable=SC2086
-  (cd "$project" && timeout 600 node --test --test-timeout=120000 --test-concurrency=2 $pattern)
+  (cd "$project" && PATH="$USER_PATH" timeout 900 node --test --test-timeout=120000 --test-concurrency=2 $pattern)
 }
 
-echo "== node: npm install ./node into an empty project"
-mkdir -p "$work/folder"
-(cd "$work/folder" && npm init -y >/dev/null && timeout 900 npm install "$root/node")
-run_suite "$work/folder" 'test/*.test.mjs'
+echo "== node: the release packages from a local registry, installed by name (no cargo, no rustc)"
+registry_start "$work/registry"
+registry_publish "${tarballs[@]/#/dist/}"
+mkdir -p "$work/user"
+(cd "$work/user" && npm init -y >/dev/null)
+start=$(date +%s%N)
+(cd "$work/user" && PATH="$USER_PATH" timeout 300 npm install --userconfig "$NPMRC" \
+  mqtt-statestore mqtt-statestore-testing 2>&1) | tee "$work/install.log"
+echo "== installed in $((($(date +%s%N) - start) / 1000000)) ms"
+if grep -q EBADENGINE "$work/install.log"; then echo "npm warned EBADENGINE" >&2; exit 1; fi
+for name in mqtt-statestore mqtt-statestore-linux-x64-gnu mqtt-statestore-testing mqtt-statestore-testing-linux-x64-gnu; do
+  installed="$(node -p "require('$work/user/node_modules/$name/package.json').version")"
+  [ "$installed" = "$version" ] || { echo "$name: installed $installed, expected $version" >&2; exit 1; }
+done
+(cd "$work/user" && PATH="$USER_PATH" node -e '
+const t = process.hrtime.bigint()
+const statestore = require("mqtt-statestore")
+const ms = Number(process.hrtime.bigint() - t) / 1e6
+if (statestore.version !== process.argv[1]) throw new Error(`version ${statestore.version}`)
+console.log(`== mqtt-statestore ${statestore.version}: require ${ms.toFixed(0)} ms`)' "$version")
+run_suite "$work/user" 'test/*.test.mjs'
+registry_stop
 
-echo "== node: npm pack, then npm install of the tarball into an empty project"
-(cd node && timeout 120 npm pack --loglevel=warn --pack-destination "$work" >/dev/null)
-mkdir -p "$work/tarball"
-(cd "$work/tarball" && npm init -y >/dev/null && timeout 900 npm install "$work"/statestore-*.tgz)
-[ -d "$work/tarball/node_modules/statestore/crate" ] || { echo "the tarball has no Rust sources"; exit 1; }
-# The same package built from the packed sources: the README example and the package checks
-# (require/import, every export); the whole suite ran on the folder install above.
-run_suite "$work/tarball" 'test/package.test.mjs'
+echo "== node: a contributor's path: build inside node/, npm install <checkout>/node elsewhere"
+(cd node && timeout 600 npm install --no-package-lock --loglevel=error --omit=optional --omit=peer)
+(cd node && timeout 1800 npm run --silent build:debug >/dev/null)
+mkdir -p "$work/contributor"
+(cd "$work/contributor" && npm init -y >/dev/null && timeout 300 npm install --loglevel=error "$root/node")
+cp node/examples/quickstart.js "$work/contributor/"
+(cd "$work/contributor" && timeout 60 node quickstart.js >/dev/null && echo "README example from the checkout: ok")
+
+echo "== node: tsc --noEmit --strict on the TypeScript example"
+(cd node && timeout 120 npx tsc -p examples/tsconfig.json --noEmit --strict)
 echo "== node: all suites passed"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The Python package's tests (issue 14), from a fresh clone: a virtual environment in
-# target/py-venv (created once) with pytest, pytest-asyncio, pytest-timeout and mypy;
-# `pip install ./python` exactly as a user installs it (maturin from PyPI as the build backend,
-# a release build into the workspace's target directory); then every test in python/tests
+# The Python package's tests, from a fresh clone: a virtual environment in target/py-venv
+# (created once) with pytest, pytest-asyncio, pytest-timeout and mypy; the built wheels
+# (dist/, from scripts/package.sh, run here if they are missing) installed as a user installs
+# them, `pip install --no-index --find-links dist 'mqtt-statestore[testing]'`, with no cargo or
+# rustc on PATH; then every test in python/tests
 # (each with a deadline, against the in-process state store, and the statestore-server binary
 # on Mosquitto), the shared scenarios with Client and AsyncClient, the examples, mypy --strict
 # on the package and the examples, and stubtest of the stubs against the compiled module.
@@ -31,11 +32,30 @@ fi
 # --- the statestore-server binary for the Mosquitto tests (the workspace test run built it)
 cargo build -q -p statestore-server
 
-# --- install the package as a user does
-echo "== pip install ./python"
-start=$SECONDS
-"$venv/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps ./python
-echo "== installed in $((SECONDS - start)) s"
+# --- install the built wheels as a user does, with no Rust toolchain to fall back on
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+if ! ls dist/mqtt_statestore-"$version"-*.whl dist/mqtt_statestore_testing-"$version"-*.whl >/dev/null 2>&1; then
+  bash scripts/package.sh python
+fi
+source scripts/lib/user-path.sh
+echo "== pip install --no-index --find-links dist 'mqtt-statestore[testing]' (no cargo, no rustc)"
+"$venv/bin/pip" uninstall -q -y mqtt-statestore mqtt-statestore-testing statestore 2>/dev/null || true
+start=$(date +%s%N)
+PATH="$USER_PATH" "$venv/bin/pip" install -q --disable-pip-version-check --no-index --find-links dist \
+  "mqtt-statestore[testing]==$version"
+echo "== installed in $((($(date +%s%N) - start) / 1000000)) ms"
+(cd "$root/target" && PATH="$USER_PATH" "$py" - "$version" <<'PY'
+import subprocess, sys, time
+import statestore
+assert statestore.__version__ == sys.argv[1], (statestore.__version__, sys.argv[1])
+import statestore_testing
+assert statestore_testing.__version__ == sys.argv[1]
+# A fresh interpreter per import: the time a user's program pays for `import statestore`.
+code = "import time; t = time.perf_counter(); import statestore; print(time.perf_counter() - t)"
+runs = sorted(float(subprocess.check_output([sys.executable, "-c", code])) for _ in range(5))
+print(f"== statestore {statestore.__version__}: import statestore {runs[2] * 1000:.0f} ms (median of 5)")
+PY
+)
 
 # --- static checks: stubs and examples
 echo "== mypy --strict (package and examples)"
@@ -43,15 +63,38 @@ echo "== mypy --strict (package and examples)"
 echo "== stubtest"
 # From outside the source tree: the installed package (with its compiled module) is what is
 # checked, as users get it; python/statestore has no compiled module in a fresh clone.
-(cd "$root/target" && "$py" -m mypy.stubtest statestore --allowlist "$root/python/stubtest-allowlist.txt")
+(cd "$root/target" && "$py" -m mypy.stubtest statestore statestore_testing --allowlist "$root/python/stubtest-allowlist.txt")
 
 echo "== examples"
 for example in python/examples/*.py; do
-  timeout 60 "$py" "$example" >/dev/null
+  PATH="$USER_PATH" timeout 60 "$py" "$example" >/dev/null
 done
 
 # --- tests (pytest exits 5 when it collected nothing: set -e fails the script then too).
 # Run from outside the source tree so that the installed package is what is imported.
 echo "== pytest"
 cd "$root/python/tests"
-"$venv/bin/pytest" -c "$root/python/pyproject.toml" --rootdir "$root/python" -p no:cacheprovider -q "$root/python/tests"
+PATH="$USER_PATH" "$venv/bin/pytest" -c "$root/python/pyproject.toml" --rootdir "$root/python" -p no:cacheprovider -q "$root/python/tests"
+
+# --- the source distribution, where no wheel fits: it builds (Rust toolchain on PATH this time)
+# and the built package works (a set and a get on the local state store of the testing wheel).
+# Its build shares the workspace's target directory, so it reuses what is compiled.
+echo "== sdist: pip install dist/mqtt_statestore-$version.tar.gz (a source build)"
+cd "$root"
+sdist_venv="$root/target/py-sdist-venv"
+[ -x "$sdist_venv/bin/python" ] || python3 -m venv "$sdist_venv"
+start=$SECONDS
+CARGO_TARGET_DIR="$root/target" timeout 1800 "$sdist_venv/bin/pip" install -q --disable-pip-version-check \
+  --force-reinstall --find-links dist "dist/mqtt_statestore-$version.tar.gz" "mqtt-statestore-testing==$version"
+echo "== sdist built and installed in $((SECONDS - start)) s"
+(cd "$root/target" && timeout 60 "$sdist_venv/bin/python" - "$version" <<'PY'
+import sys
+import statestore
+from statestore.testing import LocalStateStore
+assert statestore.__version__ == sys.argv[1]
+with LocalStateStore() as server, server.client() as client:
+    client.set("from-sdist", "yes")
+    assert client.get("from-sdist").value == b"yes"
+print("sdist: set and get ok")
+PY
+)

@@ -7,7 +7,7 @@
 // would otherwise write). Tests: `probe`, `throughput`, `boundary` (calls that fail validation
 // before any I/O, ns per call) and `memory` (many operations while resident memory is sampled).
 //
-// Packages are loaded from `--modules DIR` (a folder with node_modules/statestore and
+// Packages are loaded from `--modules DIR` (a folder with node_modules/mqtt-statestore and
 // node_modules/mqtt). Prints one line `RESULT <json>`.
 
 import { createRequire } from 'node:module';
@@ -357,7 +357,7 @@ async function syncWorker() {
   const control = new Int32Array(workerData.control);
   let client;
   try {
-    client = await requireFrom('statestore').Client.connect({ host: args.host, port: args.port });
+    client = await requireFrom('mqtt-statestore').Client.connect({ host: args.host, port: args.port });
     checkSet(client.setSync(key(slot), Buffer.alloc(args.size, 'v')));
   } catch (error) {
     parentPort.postMessage({ error: String(error?.message ?? error) });
@@ -509,7 +509,7 @@ async function runMqttjs(mqtt) {
 // --- main -------------------------------------------------------------------------------------------
 
 function load() {
-  const name = args.flavour === 'mqttjs' ? 'mqtt' : 'statestore';
+  const name = args.flavour === 'mqttjs' ? 'mqtt' : 'mqtt-statestore';
   try {
     const module = requireFrom(name);
     const pkg = requireFrom(`${name}/package.json`);

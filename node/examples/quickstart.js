@@ -1,7 +1,7 @@
 // The README example: node examples/quickstart.js [host:port]
 // Without an address it starts the in-process local state store (statestore/testing).
-const { Client } = require('statestore')
-const { startLocalServer } = require('statestore/testing')
+const { Client } = require('mqtt-statestore')
+const { startLocalServer } = require('mqtt-statestore/testing')
 
 async function main() {
   let server = null

@@ -1,7 +1,7 @@
 // The same tour in TypeScript: type-checked by `tsc --noEmit --strict -p examples` in the tests.
 // Run it with a TypeScript runner, or compile it.
-import { Client, ErrorCodes, compareVersions, setLogHandler, type AbortError, type LogRecord, type StatestoreError, type StoreEvent } from 'statestore'
-import { startLocalServer } from 'statestore/testing'
+import { Client, ErrorCodes, compareVersions, setLogHandler, type AbortError, type LogRecord, type StatestoreError, type StoreEvent } from 'mqtt-statestore'
+import { startLocalServer } from 'mqtt-statestore/testing'
 
 async function main(): Promise<void> {
   const server = await startLocalServer()

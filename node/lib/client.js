@@ -740,6 +740,8 @@ class Client {
 }
 
 module.exports = {
+  /** The library's version, e.g. `'0.1.0'` (the same in every language). */
+  version: native.version(),
   setLogHandler: require('./logs.js').setLogHandler,
   Client,
   Observation,

@@ -1,8 +1,35 @@
 'use strict'
-// statestore/testing: the local state store in this process, for tests.
-const native = require('./native.js')
+// mqtt-statestore/testing: the local state store in this process, for tests. Its server is
+// the addon of the mqtt-statestore-testing package, so the client ships without it.
 const args = require('./args.js')
-const { SYNC } = require('./call.js')
+
+const INSTALL = 'npm install --save-dev mqtt-statestore-testing'
+
+function missing(error) {
+  return error && error.code === 'MODULE_NOT_FOUND' && String(error.message).includes("'mqtt-statestore-testing'")
+}
+
+let addon
+function server() {
+  if (addon) return addon
+  try {
+    addon = require('mqtt-statestore-testing')
+  } catch (error) {
+    if (!missing(error)) throw error
+    try {
+      // A checkout of the sources, where `npm run build` built it beside this package.
+      addon = require('../testing/index.js')
+    } catch {
+      const hint = new Error(
+        `mqtt-statestore/testing needs the local state store, which ships apart from the client: ${INSTALL}`,
+      )
+      hint.code = 'STATESTORE_TESTING_NOT_INSTALLED'
+      hint.cause = error
+      throw hint
+    }
+  }
+  return addon
+}
 
 const OPTIONS = ['port', 'maxKeys', 'username', 'password', 'broker', 'tlsCert', 'tlsKey']
 
@@ -37,7 +64,7 @@ class LocalServer {
     return this.#native.stop()
   }
   stopSync() {
-    this.#native.stop(SYNC)
+    this.#native.stopSync()
   }
   async [Symbol.asyncDispose]() {
     await this.stop()
@@ -45,11 +72,13 @@ class LocalServer {
 }
 
 async function startLocalServer(options) {
-  return new LocalServer(await native.NativeLocalServer.start(check(options)))
+  const checked = check(options)
+  return new LocalServer(await server().NativeLocalServer.start(checked))
 }
 
 function startLocalServerSync(options) {
-  return new LocalServer(native.NativeLocalServer.start(check(options), SYNC))
+  const checked = check(options)
+  return new LocalServer(server().NativeLocalServer.startSync(checked))
 }
 
 module.exports = { LocalServer, startLocalServer, startLocalServerSync }

@@ -10,7 +10,6 @@ mod keys;
 mod lease;
 mod logs;
 mod registry;
-mod testing;
 
 use statestore::bindings;
 
@@ -90,4 +89,10 @@ pub fn connect_options() -> Vec<ConnectOptionInfo> {
             doc: spec.doc.to_string(),
         })
         .collect()
+}
+
+/// The library's version (the workspace's, the same in every language).
+#[napi]
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
 }

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { getEventListeners } from 'node:events'
 import { after, before, test } from 'node:test'
 
-import { Client, ErrorCodes } from 'statestore'
+import { Client, ErrorCodes } from 'mqtt-statestore'
 import { deadline, startLocalServer, unique } from './helpers.mjs'
 
 const T = { timeout: 30_000 }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 
-import { Client, ErrorCodes, compareVersions } from 'statestore'
+import { Client, ErrorCodes, compareVersions } from 'mqtt-statestore'
 import { deadline, nextEvent, startLocalServer, unique } from './helpers.mjs'
 
 const T = { timeout: 30_000 }

@@ -7,7 +7,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 
-import { Client, ErrorCodes } from 'statestore'
+import { Client, ErrorCodes } from 'mqtt-statestore'
 import { startLocalServer } from './helpers.mjs'
 
 const T = { timeout: 30_000 }

@@ -5,7 +5,7 @@ import net from 'node:net'
 import { createRequire } from 'node:module'
 import { after, before, describe, test } from 'node:test'
 
-import { Client, ERROR_TABLE, ErrorCodes } from 'statestore'
+import { Client, ERROR_TABLE, ErrorCodes } from 'mqtt-statestore'
 import { deadline, freePort, startLocalServer, startMosquitto, unique } from './helpers.mjs'
 
 const T = { timeout: 30_000 }
@@ -102,7 +102,7 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
   })
 
   test('the native classes refuse wrong types without crashing', T, async () => {
-    const native = createRequire(import.meta.url)('statestore/package.json') && createRequire(import.meta.url).resolve('statestore')
+    const native = createRequire(import.meta.url)('mqtt-statestore/package.json') && createRequire(import.meta.url).resolve('mqtt-statestore')
     const addon = createRequire(native)('./native.js')
     const sync = new addon.NativeCall(true)
     assert.throws(() => addon.NativeClient.connect('nope', false, sync))
@@ -110,7 +110,9 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
     assert.throws(() => addon.NativeClient.connect([], false, {}))
     assert.throws(() => new addon.NativeCall('yes'))
     assert.throws(() => new addon.NativeLock({}, 'n', 1000))
-    assert.throws(() => addon.NativeLocalServer.start({ port: 'x' }, sync))
+    const testing = createRequire(import.meta.url)('mqtt-statestore-testing')
+    assert.throws(() => testing.NativeLocalServer.startSync({ port: 'x' }))
+    assert.throws(() => testing.NativeLocalServer.startSync({ port: 70000 }), /options\.port/)
     assert.throws(() => addon.setLogHandler('not a function', 'info'))
     assert.throws(() => addon.setLogHandler(null, 'loud'))
   })

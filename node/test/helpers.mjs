@@ -7,8 +7,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { Client } from 'statestore'
-import { startLocalServer } from 'statestore/testing'
+import { Client } from 'mqtt-statestore'
+import { startLocalServer } from 'mqtt-statestore/testing'
 
 export { Client, startLocalServer }
 

@@ -6,10 +6,10 @@ import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { after, before, test } from 'node:test'
 
-import { Client, ErrorCodes } from 'statestore'
+import { Client, ErrorCodes } from 'mqtt-statestore'
 import { deadline, startLocalServer, unique } from './helpers.mjs'
 
-const entry = createRequire(import.meta.url).resolve('statestore')
+const entry = createRequire(import.meta.url).resolve('mqtt-statestore')
 let server
 let writer
 

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module'
 import { after, test } from 'node:test'
 import { Worker } from 'node:worker_threads'
 
-import { Client, ErrorCodes, setLogHandler } from 'statestore'
+import { Client, ErrorCodes, setLogHandler } from 'mqtt-statestore'
 import { deadline, nextEvent, startLocalServer, unique } from './helpers.mjs'
 
 const T = { timeout: 60_000 }
@@ -127,7 +127,7 @@ test('each worker thread has its own handler; a terminated worker\'s is removed'
   const worker = new Worker(
     `
 const { parentPort } = require('node:worker_threads')
-const { setLogHandler } = require('statestore')
+const { setLogHandler } = require('mqtt-statestore')
 setLogHandler((record) => parentPort.postMessage(record), { level: 'warn' })
 parentPort.on('message', () => {}) // stays alive (the handler alone does not keep it)
 parentPort.postMessage('ready')
@@ -175,7 +175,7 @@ test('wrong arguments are TypeErrors', T, () => {
 
 test('a process with a handler set exits by itself, records flowing', T, async () => {
   const server = await startLocalServer()
-  const entry = createRequire(import.meta.url).resolve('statestore')
+  const entry = createRequire(import.meta.url).resolve('mqtt-statestore')
   const source = `
 const { Client, setLogHandler } = require(${JSON.stringify(entry)})
 let n = 0

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test'
 
 import { deadline, startLocalServer } from './helpers.mjs'
 
-const entry = createRequire(import.meta.url).resolve('statestore')
+const entry = createRequire(import.meta.url).resolve('mqtt-statestore')
 const CALLS = 30_000
 // Measured on a 2-core machine: external Buffers +39 MiB, engine-owned copies +3 MiB.
 const BOUND_MIB = 16

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 
-import { Client } from 'statestore'
+import { Client } from 'mqtt-statestore'
 import { deadline, nextEvent, startMosquitto, startServerBinary, unique } from './helpers.mjs'
 
 const T = { timeout: 60_000 }

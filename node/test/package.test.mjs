@@ -1,4 +1,5 @@
-// The package as users load it: CommonJS and ESM entry points, statestore/testing, and
+// The package as users load it: CommonJS and ESM entry points, mqtt-statestore/testing, the
+// version, and
 // index.d.ts declaring every method the runtime has.
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
@@ -6,23 +7,30 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { test } from 'node:test'
 
-import * as esm from 'statestore'
-import * as esmTesting from 'statestore/testing'
+import * as esm from 'mqtt-statestore'
+import * as esmTesting from 'mqtt-statestore/testing'
 
 const require = createRequire(import.meta.url)
 const T = { timeout: 20_000 }
 
 test('require and import give the same classes', T, () => {
-  const cjs = require('statestore')
+  const cjs = require('mqtt-statestore')
   assert.equal(esm.Client, cjs.Client)
   assert.equal(esm.default.Client, cjs.Client)
   assert.equal(typeof cjs.compareVersions, 'function')
-  const testing = require('statestore/testing')
+  const testing = require('mqtt-statestore/testing')
   assert.equal(esmTesting.startLocalServer, testing.startLocalServer)
   assert.equal(typeof testing.startLocalServerSync, 'function')
 })
 
-test('statestore/testing starts a server clients can use (Promise and Sync)', T, async () => {
+test('version is the package version, from the addon', T, () => {
+  const cjs = require('mqtt-statestore')
+  assert.match(cjs.version, /^\d+\.\d+\.\d+/)
+  assert.equal(cjs.version, require('mqtt-statestore/package.json').version)
+  assert.equal(esm.version, cjs.version)
+})
+
+test('mqtt-statestore/testing starts a server clients can use (Promise and Sync)', T, async () => {
   const server = esmTesting.startLocalServerSync()
   assert.equal(server.host, '127.0.0.1')
   assert.ok(server.port > 0)
@@ -37,9 +45,9 @@ test('statestore/testing starts a server clients can use (Promise and Sync)', T,
 })
 
 test('index.d.ts declares every public method and export', T, () => {
-  const dir = path.dirname(require.resolve('statestore'))
+  const dir = path.dirname(require.resolve('mqtt-statestore'))
   const dts = fs.readFileSync(path.join(dir, 'index.d.ts'), 'utf8')
-  const cjs = require('statestore')
+  const cjs = require('mqtt-statestore')
   for (const name of Object.keys(cjs)) {
     assert.match(dts, new RegExp(`export declare (class|function|const) ${name}\\b`), `export ${name}`)
   }

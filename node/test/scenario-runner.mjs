@@ -3,7 +3,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 
-import { CONNECT_OPTIONS, Client, compareVersions } from 'statestore'
+import { CONNECT_OPTIONS, Client, compareVersions } from 'mqtt-statestore'
 
 /** Scenarios that show a known bug of this binding (none today); a listed one that passes fails the run. */
 export const KNOWN_FAILURES = []

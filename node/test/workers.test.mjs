@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Worker } from 'node:worker_threads'
 
-import { Client } from 'statestore'
+import { Client } from 'mqtt-statestore'
 import { deadline, startLocalServer, unique } from './helpers.mjs'
 
 let server
@@ -17,7 +17,7 @@ after(async () => {
 
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads')
-const { Client } = require('statestore')
+const { Client } = require('mqtt-statestore')
 ;(async () => {
   const { host, port, name, key, rounds, closeClient } = workerData
   const client = await Client.connect({ host, port })
@@ -66,7 +66,7 @@ test('4 workers contend for a lock; counter exact; workers exit', { timeout: 90_
 test('a terminated worker with calls in flight does not crash the process', { timeout: 30_000 }, async () => {
   const source = `
 const { parentPort, workerData } = require('node:worker_threads')
-const { Client } = require('statestore')
+const { Client } = require('mqtt-statestore')
 ;(async () => {
   const client = await Client.connect(workerData)
   const key = 'terminated-' + process.pid

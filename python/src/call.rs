@@ -25,20 +25,6 @@ pub type Conv = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 /// (Ctrl-C must interrupt within 100 ms).
 pub const SLICE: Duration = Duration::from_millis(50);
 
-/// Waits for `pending` with the GIL released; a signal handler that raises (Ctrl-C:
-/// `KeyboardInterrupt`) cancels the call and propagates.
-pub fn block<T: Send + 'static>(py: Python<'_>, mut pending: Pending<T>) -> PyResult<T> {
-    loop {
-        if let Some(result) = detach(py, || pending.wait_timeout(SLICE)) {
-            return result.map_err(|e| to_py(py, &e));
-        }
-        if let Err(interrupted) = py.check_signals() {
-            pending.cancel();
-            return Err(interrupted);
-        }
-    }
-}
-
 /// A core operation not started yet, with the conversion of its output.
 type Work = Pin<Box<dyn Future<Output = Result<Conv>> + Send>>;
 

@@ -11,7 +11,6 @@ mod finalizing;
 mod lease;
 mod logs;
 mod options;
-mod server;
 
 /// The core pieces this binding builds on.
 mod api {
@@ -76,7 +75,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::Value>()?;
     m.add_class::<client::DeleteResult>()?;
     m.add_class::<convert::Version>()?;
-    m.add_class::<server::Server>()?;
     m.add_class::<events::Event>()?;
     m.add_class::<events::Loss>()?;
     m.add_class::<events::Observation>()?;

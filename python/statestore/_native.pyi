@@ -24,7 +24,6 @@ __all__ = [
     "LogQueue",
     "Loss",
     "Observation",
-    "Server",
     "SetResult",
     "Update",
     "Value",
@@ -289,26 +288,6 @@ class Election:
     def leader(self) -> Call[Any]: ...
     def observe(self) -> Call[Observation]: ...
     def loss_events(self) -> Observation: ...
-
-@final
-class Server:
-    @staticmethod
-    def start(
-        host: str = "127.0.0.1",
-        port: int = 0,
-        max_keys: Optional[int] = None,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        tls_cert: Optional[Union[str, "os.PathLike[str]"]] = None,
-        tls_key: Optional[Union[str, "os.PathLike[str]"]] = None,
-    ) -> "Server": ...
-    @property
-    def host(self) -> str: ...
-    @property
-    def port(self) -> int: ...
-    @property
-    def stopped(self) -> bool: ...
-    def stop(self) -> Call[None]: ...
 
 @final
 class LogQueue:

@@ -1,12 +1,14 @@
 """A local state store for tests: the ``statestore-server`` engine with an embedded MQTT 5
-broker, in this process, on a free loopback port. Nothing else to install.
+broker, in this process, on a free loopback port. Its server ships apart from the client, in
+the ``testing`` extra: ``pip install 'mqtt-statestore[testing]'``.
 
 >>> from statestore.testing import LocalStateStore
 >>> with LocalStateStore() as server:
 ...     with server.client() as client:
 ...         _ = client.set("k", "v")
 
-As a pytest fixture (this module is a pytest plugin of the package): ``statestore_server``.
+As a pytest fixture (this module is a pytest plugin once the extra is installed):
+``statestore_server``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from __future__ import annotations
 import os
 from typing import Any, Iterator, Optional, Union
 
-from . import _native
+try:
+    import statestore_testing as _server
+except ImportError as error:  # the extra is not installed
+    raise ImportError(
+        "statestore.testing needs the local state store, which ships apart from the client: "
+        "pip install 'mqtt-statestore[testing]'",
+        name=__name__,
+    ) from error
+
 from ._common import ClosedOnExit
 from ._async import AsyncClient
 from ._sync import Client
@@ -39,7 +49,7 @@ class LocalStateStore(ClosedOnExit):
     ) -> None:
         """Starts the store on ``host:port`` (port 0: a free port), with an optional key quota,
         an account clients must log in with, and TLS (PEM certificate chain and key)."""
-        self._server = _native.Server.start(host, port, max_keys, username, password, tls_cert, tls_key)
+        self._server = _server.Server.start(host, port, max_keys, username, password, tls_cert, tls_key)
 
     @property
     def host(self) -> str:
@@ -61,7 +71,7 @@ class LocalStateStore(ClosedOnExit):
 
     def stop(self) -> None:
         """Stops the store (idempotent)."""
-        self._server.stop().wait()
+        self._server.stop()
 
     def _on_exit(self) -> None:
         self.stop()

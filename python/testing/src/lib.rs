@@ -1,20 +1,18 @@
-//! `_native.Server`: the local state store (`statestore-server`, embedded MQTT 5 broker) running
-//! in this process on core's runtime, for `statestore.testing`.
+//! `statestore_testing`: the local state store (`statestore-server`, an embedded MQTT 5 broker
+//! with the state store inside) running in this process, for `statestore.testing`. A library of
+//! its own, so that the client package ships no broker and no server.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use statestore::Error;
+use statestore::bindings::Pending;
 use statestore_server::{Credentials, Mode, Server as CoreServer, ServerConfig, TlsFiles};
 
-use crate::api::Pending;
-use crate::call::{block, spawn, Call};
-
-/// A running local state store; `start()` returns a `Call` giving it.
-#[pyclass(frozen, module = "statestore._native")]
+/// A running local state store.
+#[pyclass(frozen, module = "statestore_testing")]
 pub struct Server {
     server: Mutex<Option<CoreServer>>,
     addr: SocketAddr,
@@ -23,7 +21,7 @@ pub struct Server {
 #[pymethods]
 impl Server {
     /// Starts an embedded broker with the state store on `host:port` (port 0: a free port),
-    /// optionally with a key quota. Blocks until it listens.
+    /// optionally with a key quota, an account and TLS. Returns once it listens.
     #[staticmethod]
     #[pyo3(signature = (host = "127.0.0.1", port = 0, max_keys = None, username = None, password = None, tls_cert = None, tls_key = None))]
     #[allow(clippy::too_many_arguments)]
@@ -47,23 +45,32 @@ impl Server {
             ..ServerConfig::default()
         };
         config.engine.max_keys = max_keys;
-        if let (Some(cert), Some(key)) = (tls_cert, tls_key) {
-            config.tls = Some(TlsFiles { cert, key });
-        }
+        config.tls = match (tls_cert, tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            _ => {
+                return Err(PyValueError::new_err(
+                    "arguments 'tls_cert' and 'tls_key' go together: give both or neither",
+                ))
+            }
+        };
         if let Some(username) = username {
             config.credentials = Some(Credentials {
                 username,
                 password: password.unwrap_or_default(),
             });
         }
-        let server = block(
-            py,
+        let started = py.detach(|| {
             Pending::spawn(async move {
-                CoreServer::start(config)
-                    .await
-                    .map_err(|e| Error::Runtime(format!("cannot start the local state store: {e}")))
-            }),
-        )?;
+                CoreServer::start(config).await.map_err(|e| {
+                    statestore::Error::Runtime(format!(
+                        "cannot start the local state store on {ip}:{port}: {e}"
+                    ))
+                })
+            })
+            .wait()
+        });
+        let server = started.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         let addr = server.local_addr();
         Ok(Server {
             server: Mutex::new(Some(server)),
@@ -94,16 +101,25 @@ impl Server {
 
     /// Stops the server (answers requests already received, then closes the broker);
     /// idempotent.
-    fn stop(&self) -> Call {
+    fn stop(&self, py: Python<'_>) -> PyResult<()> {
         let server = self.server.lock().unwrap_or_else(|e| e.into_inner()).take();
-        spawn(
-            async move {
-                if let Some(server) = server {
+        if let Some(server) = server {
+            py.detach(|| {
+                Pending::spawn(async move {
                     server.shutdown().await;
-                }
-                Ok(())
-            },
-            |py, ()| Ok(py.None()),
-        )
+                    Ok(())
+                })
+                .wait()
+            })
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        }
+        Ok(())
     }
+}
+
+#[pymodule]
+fn statestore_testing(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Server>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
 }

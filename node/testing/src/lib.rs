@@ -1,0 +1,208 @@
+//! `mqtt-statestore-testing`: the local state store (`statestore-server`, an embedded MQTT 5
+//! broker with the state store inside) in this process, for the tests of `mqtt-statestore`
+//! users. `mqtt-statestore/testing` is its public face; this addon is private.
+#![deny(clippy::all)]
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Task};
+use napi_derive::napi;
+use statestore::bindings::Pending;
+use statestore_server::{Credentials, Mode, Server, ServerConfig, TlsFiles};
+
+/// Settings of the local server (all optional).
+#[napi(object)]
+#[derive(Default)]
+pub struct LocalServerOptions {
+    /// Listen port (0, the default, picks a free one).
+    pub port: Option<u32>,
+    /// Most keys the store holds (no limit by default): tests of `STATESTORE_QUOTA_EXCEEDED`.
+    pub max_keys: Option<u32>,
+    /// The one account clients must log in with.
+    pub username: Option<String>,
+    /// The password of `username`.
+    pub password: Option<String>,
+    /// Attach to this MQTT 5 broker (`host:port`) instead of embedding one.
+    pub broker: Option<String>,
+    /// Serve MQTT over TLS with this certificate chain (PEM file; with `tls_key`).
+    pub tls_cert: Option<String>,
+    /// Private key (PEM file) of `tls_cert`.
+    pub tls_key: Option<String>,
+}
+
+fn invalid(message: String) -> napi::Error {
+    napi::Error::new(napi::Status::InvalidArg, message)
+}
+
+fn config(options: LocalServerOptions) -> napi::Result<ServerConfig> {
+    let mut config = ServerConfig::default();
+    let port = u16::try_from(options.port.unwrap_or(0))
+        .map_err(|_| invalid("options.port: out of range (0 to 65535)".into()))?;
+    config.mode = match options.broker {
+        None => Mode::Embedded {
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
+        },
+        Some(broker) => {
+            let (host, port) = broker
+                .rsplit_once(':')
+                .ok_or_else(|| invalid(format!("options.broker: `{broker}` is not host:port")))?;
+            let port = port
+                .parse()
+                .map_err(|_| invalid(format!("options.broker: bad port in `{broker}`")))?;
+            Mode::External {
+                host: host.to_string(),
+                port,
+            }
+        }
+    };
+    config.engine.max_keys = options.max_keys.map(|n| n as usize);
+    config.tls = match (options.tls_cert, options.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles {
+            cert: cert.into(),
+            key: key.into(),
+        }),
+        (None, None) => None,
+        _ => return Err(invalid("options.tlsCert and options.tlsKey go together".into())),
+    };
+    if let Some(username) = options.username {
+        config.credentials = Some(Credentials {
+            username,
+            password: options.password.unwrap_or_default(),
+        });
+    }
+    Ok(config)
+}
+
+/// Runs `future` on core's runtime and waits for it on this thread (a libuv worker for the
+/// Promise flavour, the JavaScript thread for the Sync one).
+fn run<T: Send + 'static>(
+    future: impl std::future::Future<Output = statestore::Result<T>> + Send + 'static,
+) -> napi::Result<T> {
+    Pending::spawn(future)
+        .wait()
+        .map_err(|e| napi::Error::from_reason(e.to_string()))
+}
+
+fn start_server(config: ServerConfig) -> napi::Result<Server> {
+    run(async move {
+        Server::start(config).await.map_err(|e| {
+            statestore::Error::Connection(format!("the local state store did not start: {e}"))
+        })
+    })
+}
+
+fn stop_server(server: Option<Server>) -> napi::Result<()> {
+    match server {
+        Some(server) => run(async move {
+            server.shutdown().await;
+            Ok(())
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A running local state store.
+#[napi]
+pub struct NativeLocalServer {
+    server: Arc<Mutex<Option<Server>>>,
+    addr: SocketAddr,
+}
+
+impl NativeLocalServer {
+    fn new(server: Server) -> NativeLocalServer {
+        let addr = server.local_addr();
+        NativeLocalServer {
+            server: Arc::new(Mutex::new(Some(server))),
+            addr,
+        }
+    }
+
+    fn take(&self) -> Option<Server> {
+        self.server.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// Starts a server off the JavaScript thread.
+pub struct Start(Option<ServerConfig>);
+
+impl Task for Start {
+    type Output = Server;
+    type JsValue = NativeLocalServer;
+
+    fn compute(&mut self) -> napi::Result<Server> {
+        let config = self
+            .0
+            .take()
+            .ok_or_else(|| napi::Error::from_reason("the server was started already"))?;
+        start_server(config)
+    }
+
+    fn resolve(&mut self, _env: Env, server: Server) -> napi::Result<NativeLocalServer> {
+        Ok(NativeLocalServer::new(server))
+    }
+}
+
+/// Stops a server off the JavaScript thread.
+pub struct Stop(Option<Server>);
+
+impl Task for Stop {
+    type Output = ();
+    type JsValue = ();
+
+    fn compute(&mut self) -> napi::Result<()> {
+        stop_server(self.0.take())
+    }
+
+    fn resolve(&mut self, _env: Env, (): ()) -> napi::Result<()> {
+        Ok(())
+    }
+}
+
+#[napi]
+impl NativeLocalServer {
+    /// Starts the server; the Promise settles once it listens.
+    #[napi]
+    pub fn start(options: Option<LocalServerOptions>) -> napi::Result<AsyncTask<Start>> {
+        Ok(AsyncTask::new(Start(Some(config(
+            options.unwrap_or_default(),
+        )?))))
+    }
+
+    /// Starts the server and returns once it listens.
+    #[napi]
+    pub fn start_sync(options: Option<LocalServerOptions>) -> napi::Result<NativeLocalServer> {
+        start_server(config(options.unwrap_or_default())?).map(NativeLocalServer::new)
+    }
+
+    /// The address clients connect to.
+    #[napi(getter)]
+    pub fn host(&self) -> String {
+        self.addr.ip().to_string()
+    }
+
+    /// The port clients connect to.
+    #[napi(getter)]
+    pub fn port(&self) -> u32 {
+        u32::from(self.addr.port())
+    }
+
+    /// Stops the server (idempotent); connected clients see the connection drop.
+    #[napi]
+    pub fn stop(&self) -> AsyncTask<Stop> {
+        AsyncTask::new(Stop(self.take()))
+    }
+
+    /// Stops the server and returns once it is stopped (idempotent).
+    #[napi]
+    pub fn stop_sync(&self) -> napi::Result<()> {
+        stop_server(self.take())
+    }
+}
+
+/// The package version, so the JavaScript side can refuse a mismatched addon.
+#[napi]
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}

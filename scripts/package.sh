@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds every release artefact into dist/, from a clean checkout, with tools it installs from
+# the registries (scripts/lib/package-tools.sh):
+#   Python  mqtt_statestore-V-cp39-abi3-manylinux_2_17_x86_64.whl (+ sdist), and the testing
+#           extra's mqtt_statestore_testing wheel (+ sdist)
+#   Node    mqtt-statestore-V.tgz, mqtt-statestore-linux-x64-gnu-V.tgz, and the testing
+#           package's mqtt-statestore-testing-V.tgz, mqtt-statestore-testing-linux-x64-gnu-V.tgz
+#   C       libstatestore-V-x86_64-linux-gnu.tar.gz, libstatestore_V_amd64.deb
+# then dist/SHA256SUMS. Every native artefact links against glibc 2.17 (zig as the linker).
+# Usage: bash scripts/package.sh [python|node|c ...]   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(python node c)
+
+bash scripts/check-versions.sh
+mkdir -p dist
+timings=()
+for part in "${parts[@]}"; do
+  echo "== package: $part"
+  start=$SECONDS
+  bash "scripts/package-$part.sh"
+  timings+=("$part $((SECONDS - start)) s")
+done
+
+(cd dist && find . -maxdepth 2 -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs sha256sum > SHA256SUMS)
+echo "== dist/"
+(cd dist && find . -maxdepth 2 -type f ! -name SHA256SUMS -printf '%P\t%s bytes\n' | sort)
+echo "== package timings: ${timings[*]}"

@@ -12,16 +12,20 @@ mkdir -p dist
 rm -f dist/mqtt_statestore-*.whl dist/mqtt_statestore_testing-*.whl dist/mqtt_statestore-*.tar.gz \
   dist/mqtt_statestore_testing-*.tar.gz
 
+# A target directory of its own: maturin's build flags differ from cargo-zigbuild's (the Node and
+# C artefacts), and in one directory each would rebuild every dependency of the other.
 for project in python python/testing; do
   timeout 1800 maturin build --quiet --release --zig --compatibility manylinux2014 \
-    --interpreter "$PKG_PY" -m "$project/Cargo.toml" --out dist
+    --interpreter "$PKG_PY" -m "$project/Cargo.toml" --out dist --target-dir target/package/python
   timeout 300 maturin sdist -m "$project/Cargo.toml" --out dist
 done
 
 for wheel in dist/mqtt_statestore-"$VERSION"-*.whl dist/mqtt_statestore_testing-"$VERSION"-*.whl; do
   case "$wheel" in *-cp39-abi3-*manylinux_2_17_x86_64*.whl) ;;
     *) echo "unexpected wheel tag: $wheel" >&2; exit 1 ;; esac
-  "$PKG_BIN/auditwheel" show "$wheel" | tee /dev/stderr | grep -q 'manylinux_2_17_x86_64' \
+  policy="$("$PKG_BIN/auditwheel" show "$wheel" | tr -s ' \n' ' ')"
+  echo "$policy"
+  grep -q 'consistent with the following platform tag: "manylinux_2_17_x86_64"' <<<"$policy" \
     || { echo "$wheel: not manylinux_2_17 by auditwheel" >&2; exit 1; }
 done
 

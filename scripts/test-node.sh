@@ -86,6 +86,9 @@ mkdir -p "$work/contributor"
 (cd "$work/contributor" && npm init -y >/dev/null && timeout 300 npm install --loglevel=error "$root/node")
 cp node/examples/quickstart.js "$work/contributor/"
 (cd "$work/contributor" && timeout 60 node quickstart.js >/dev/null && echo "README example from the checkout: ok")
+# node/ goes back to the release addons scripts/package.sh left there (the chaos runs load it).
+for addon in node/npm/linux-x64-gnu/*.node; do [ -f "$addon" ] && cp "$addon" node/; done
+for addon in node/testing/npm/linux-x64-gnu/*.node; do [ -f "$addon" ] && cp "$addon" node/testing/; done
 
 echo "== node: tsc --noEmit --strict on the TypeScript example"
 (cd node && timeout 120 npx tsc -p examples/tsconfig.json --noEmit --strict)

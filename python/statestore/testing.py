@@ -18,12 +18,12 @@ from typing import Any, Iterator, Optional, Union
 
 try:
     import statestore_testing as _server
-except ImportError as error:  # the extra is not installed
+except ImportError as _missing:  # the extra is not installed
     raise ImportError(
         "statestore.testing needs the local state store, which ships apart from the client: "
         "pip install 'mqtt-statestore[testing]'",
         name=__name__,
-    ) from error
+    ) from _missing
 
 from ._common import ClosedOnExit
 from ._async import AsyncClient

@@ -114,9 +114,13 @@ def test_nothing_arrives_while_disabled(capture: Capture, key: str) -> None:
         with server.client(**QUICK) as client:  # type: ignore[arg-type]
             server = resynced(client, server, key)  # logged nothing: forwarding is off
             statestore.enable_logging()  # the logger's level, DEBUG, as it is now
-            server = resynced(client, server, key)
+            with client.observe(key) as obs:
+                server.stop()  # the client's reconnection attempts fail, at DEBUG, until...
+                capture.wait_for(lambda r: r.levelno == logging.DEBUG and "attempt failed" in r.getMessage())
+                server = LocalStateStore(server.host, server.port)  # ... it is back
+                event = obs.next(timeout=30)
+                assert event is not None and event.kind == "resynced", event
             capture.wait_for(lambda r: LOST in r.getMessage())
-            assert capture.wait_for(lambda r: r.levelno == logging.DEBUG)
     finally:
         server.stop()
     # Only the second bounce: records are forwarded in order, and the first one's never existed.

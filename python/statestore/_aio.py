@@ -6,11 +6,13 @@ core call."""
 
 from __future__ import annotations
 
-import asyncio
 import weakref
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from . import _native
+
+if TYPE_CHECKING:
+    import asyncio
 
 _T = TypeVar("_T")
 
@@ -27,6 +29,8 @@ def _queue(loop: asyncio.AbstractEventLoop) -> _native.Completions:
 
 
 async def wait(call: "_native.Call[_T]") -> _T:
+    import asyncio  # here, not at the top: `import statestore` must not load asyncio
+
     loop = asyncio.get_running_loop()
     future: "asyncio.Future[_T]" = loop.create_future()
     call.deliver_to(_queue(loop), future)

@@ -58,8 +58,7 @@ run() {
 
 # --- header: drift and self-containment
 echo "== header"
-cbindgen --quiet --config bindings/cbindgen.toml --crate statestore-c --output "$work/statestore.h" bindings
-run "header is what cbindgen generates" 10 diff -u include/statestore.h "$work/statestore.h"
+run "header is what gen-header.sh generates" 120 bash -c "bash bindings/gen-header.sh '$work/statestore.h' && diff -u include/statestore.h '$work/statestore.h'"
 cflags=(-std=c11 -Wall -Wextra -Werror -pedantic)
 cxxflags=(-std=c++17 -Wall -Wextra -Werror -pedantic)
 run "statestore.h alone in C" 30 gcc "${cflags[@]}" -fsyntax-only -I include -x c - <<<'#include "statestore.h"'
@@ -95,7 +94,8 @@ echo "== statestore-server on port $port"
 echo "== build"
 bin="$work/bin"
 mkdir -p "$bin"
-dyn_flags=($(pkg-config --cflags statestore) -I tests/c)
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+dyn_flags=($(pkg-config --cflags statestore) -I tests/c -DSTATESTORE_TEST_CARGO_VERSION="\"$version\"")
 dyn_libs=($(pkg-config --libs statestore) -Wl,-rpath,"$libdir" -lpthread)
 static_libs=($(pkg-config --static --libs statestore-static) -lpthread)
 programs=()

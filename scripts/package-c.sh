@@ -24,6 +24,10 @@ source scripts/lib/c-layout.sh
 
 echo "== libstatestore $VERSION for $target (glibc $glibc)"
 start=$SECONDS
+# Fat LTO keeps only the code the exported functions reach, and internalises every Rust
+# symbol: libstatestore.a goes from 40 MB (every object of std and each dependency) to 6 MB,
+# the tarball from 12.5 MB to under 4 MB, and the .so shrinks by a sixth.
+export CARGO_PROFILE_RELEASE_LTO=fat
 if ! cargo zigbuild --release --quiet -p statestore-c --target "$target.$glibc"; then
   # Only the linker differs: the host's gcc links against the host's glibc, so the result needs
   # that glibc or newer (the .deb's Depends below says which).

@@ -15,7 +15,9 @@ C_PRIVATE_LIBS="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
 #   PC_PREFIX is the .pc files' prefix: an absolute path, or "relocatable" for one computed
 #   from the .pc file's place (a tarball unpacked anywhere). The CMake package always computes
 #   its prefix from its own place. Debug info is stripped ($STRIP, default strip: the archive
-#   carries the std's debug info even from a release build). Runs from the repository root.
+#   carries the std's debug info even from a release build), and so is the LLVM bitcode that
+#   Rust embeds in archived objects for its own LTO (.llvmbc, .llvmcmd), which no C linker
+#   reads. Runs from the repository root.
 c_layout() {
   local dest="$1" libdir="$2" pc_prefix="$3" so="$4" archive="$5" version="$6"
   local soname up_from_pc="" up_from_cmake="" _
@@ -41,7 +43,8 @@ c_layout() {
   ln -sfn "$soname" "$lib/libstatestore.so"
   install -m 0644 "$archive" "$lib/libstatestore.a"
   install -m 0644 include/statestore.h include/statestore.hpp "$dest/include/"
-  "${STRIP:-strip}" --strip-debug "$lib/libstatestore.so.$version" "$lib/libstatestore.a"
+  "${STRIP:-strip}" --strip-debug "$lib/libstatestore.so.$version"
+  "${STRIP:-strip}" --strip-debug -R .llvmbc -R .llvmcmd "$lib/libstatestore.a"
 
   local name description libs
   for name in statestore statestore-static; do

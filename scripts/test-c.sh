@@ -78,8 +78,9 @@ run "soname is libstatestore.so.0" 10 bash -c "readelf -d '$libdir/libstatestore
 
 # --- the server
 cargo build --quiet -p statestore-server
+target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 server_log="$work/server.log"
-./target/debug/statestore-server --listen 127.0.0.1:0 --log-level warn >"$server_log" 2>&1 &
+"$target_dir/debug/statestore-server" --listen 127.0.0.1:0 --log-level warn >"$server_log" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 1 300); do

@@ -87,6 +87,18 @@
 #include <stdint.h>
 
 /**
+ * The version of this header, `"MAJOR.MINOR.PATCH"`: the version of the library it was
+ * generated with. `statestore_version()` gives the version of the library loaded at run time.
+ */
+#define STATESTORE_VERSION "0.1.0"
+/** The major part of `STATESTORE_VERSION`. */
+#define STATESTORE_VERSION_MAJOR 0
+/** The minor part of `STATESTORE_VERSION`. */
+#define STATESTORE_VERSION_MINOR 1
+/** The patch part of `STATESTORE_VERSION` (without a pre-release suffix). */
+#define STATESTORE_VERSION_PATCH 0
+
+/**
  * What every function returns: `STATESTORE_OK` (0) or the code of the failure. The values
  * are those of the Rust core's `ErrorCode` and never change meaning.
  * `statestore_status_name()` and `statestore_status_description()` describe a code;
@@ -830,7 +842,11 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The library's version, e.g. `"0.1.0"` (static, never free it).
+ * The version of the library loaded at run time, `"MAJOR.MINOR.PATCH"` (e.g. `"0.1.0"`): a
+ * static string, never free it. The header's `STATESTORE_VERSION` (and its `_MAJOR`, `_MINOR`,
+ * `_PATCH` parts) is the version the program was compiled against; both come from the
+ * workspace version in the root `Cargo.toml`. A program can compare them to detect a
+ * library older than the header it was compiled with.
  */
 const char *statestore_version(void);
 

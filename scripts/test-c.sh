@@ -31,7 +31,9 @@ fi
 
 work="$(mktemp -d)"
 server_pid=""
+deb_installed=0
 cleanup() {
+  if [ "$deb_installed" = 1 ]; then dpkg -r libstatestore >/dev/null 2>&1 || true; fi
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
@@ -58,8 +60,7 @@ run() {
 
 # --- header: drift and self-containment
 echo "== header"
-cbindgen --quiet --config bindings/cbindgen.toml --crate statestore-c --output "$work/statestore.h" bindings
-run "header is what cbindgen generates" 10 diff -u include/statestore.h "$work/statestore.h"
+run "header is what gen-header.sh generates" 120 bash -c "bash bindings/gen-header.sh '$work/statestore.h' && diff -u include/statestore.h '$work/statestore.h'"
 cflags=(-std=c11 -Wall -Wextra -Werror -pedantic)
 cxxflags=(-std=c++17 -Wall -Wextra -Werror -pedantic)
 run "statestore.h alone in C" 30 gcc "${cflags[@]}" -fsyntax-only -I include -x c - <<<'#include "statestore.h"'
@@ -77,8 +78,9 @@ run "soname is libstatestore.so.0" 10 bash -c "readelf -d '$libdir/libstatestore
 
 # --- the server
 cargo build --quiet -p statestore-server
+target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 server_log="$work/server.log"
-./target/debug/statestore-server --listen 127.0.0.1:0 --log-level warn >"$server_log" 2>&1 &
+"$target_dir/debug/statestore-server" --listen 127.0.0.1:0 --log-level warn >"$server_log" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 1 300); do
@@ -95,7 +97,8 @@ echo "== statestore-server on port $port"
 echo "== build"
 bin="$work/bin"
 mkdir -p "$bin"
-dyn_flags=($(pkg-config --cflags statestore) -I tests/c)
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+dyn_flags=($(pkg-config --cflags statestore) -I tests/c -DSTATESTORE_TEST_CARGO_VERSION="\"$version\"")
 dyn_libs=($(pkg-config --libs statestore) -Wl,-rpath,"$libdir" -lpthread)
 static_libs=($(pkg-config --static --libs statestore-static) -lpthread)
 programs=()
@@ -172,6 +175,62 @@ if [ -f tests/c/scenarios.c ] && ls tests/scenarios/*.json >/dev/null 2>&1; then
   for flavour in blocking async; do
     run "scenarios ($flavour)" 300 "$bin/scenarios" "$flavour" tests/scenarios
   done
+fi
+
+# --- the prebuilt packages (scripts/package-c.sh), used with no Rust toolchain on PATH
+echo "== prebuilt packages"
+tarball="dist/libstatestore-$version-x86_64-linux-gnu.tar.gz"
+debfile="dist/libstatestore_${version}_amd64.deb"
+if [ ! -f "$tarball" ] || [ ! -f "$debfile" ]; then
+  start=$SECONDS
+  run "package-c.sh builds the packages" 2400 bash scripts/package-c.sh
+  echo "   package step: $((SECONDS - start)) s"
+else
+  echo "   using the packages already in dist/"
+fi
+ls -l "$tarball" "$debfile" 2>/dev/null | awk '{print "   " $5 " bytes  " $NF}'
+run "tarball is at most 5 MB" 5 test "$(stat -c %s "$tarball" 2>/dev/null || echo 99999999)" -le 5000000
+no_rust_path="$(tr ':' '\n' <<<"$PATH" | grep -vx -e "$HOME/.cargo/bin" -e "${CARGO_HOME:-$HOME/.cargo}/bin" | paste -sd:)"
+# A user's shell: nothing of this script's environment (PKG_CONFIG_PATH points at the source
+# install above), and no cargo or rustc.
+as_user=(env -i HOME="$HOME" PATH="$no_rust_path" LANG=C.UTF-8)
+run "no cargo or rustc on the user's PATH" 5 "${as_user[@]}" bash -c '! command -v cargo && ! command -v rustc'
+unpacked="$work/unpacked/libstatestore-$version-x86_64-linux-gnu"
+mkdir -p "$work/unpacked"
+run "tarball unpacks into libstatestore-$version-x86_64-linux-gnu/" 30 bash -c "
+  tar -xzf '$tarball' -C '$work/unpacked' && [ \"\$(ls '$work/unpacked')\" = libstatestore-$version-x86_64-linux-gnu ] &&
+  cd '$unpacked' && test -f lib/libstatestore.so.$version -a -L lib/libstatestore.so.0 -a -L lib/libstatestore.so &&
+  test -f lib/libstatestore.a -a -f include/statestore.h -a -f include/statestore.hpp &&
+  test -f lib/pkgconfig/statestore.pc -a -f lib/pkgconfig/statestore-static.pc &&
+  test -f lib/cmake/statestore/statestore-config.cmake -a -f lib/cmake/statestore/statestore-config-version.cmake"
+so="$unpacked/lib/libstatestore.so.$version"
+run "tarball: soname libstatestore.so.0" 10 bash -c "readelf -d '$so' | grep -q 'SONAME.*\[libstatestore.so.0\]'"
+run "tarball: no debug info" 10 bash -c "! readelf -S '$so' '$unpacked/lib/libstatestore.a' | grep -q '\.debug_info'"
+run "tarball: needs glibc 2.17 at most" 10 bash -c "
+  newest=\$(objdump -T '$so' | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+  echo \"newest glibc symbol: \$newest\"; [ \"\$(printf '%s\n' \"\$newest\" 2.17 | sort -V | tail -1)\" = 2.17 ]"
+run "tarball: the same headers as the repository" 10 diff -r include "$unpacked/include" -x README.md
+tarball_env=(PKG_CONFIG_PATH="$unpacked/lib/pkgconfig" CMAKE_PREFIX_PATH="$unpacked" LD_LIBRARY_PATH="$unpacked/lib")
+run "tarball: pkg-config builds (C, C++, static) run" 300 "${as_user[@]}" "${tarball_env[@]}" bash tests/c/package-smoke.sh pkg-config "$work/smoke/tar-pc" "$port" "$version"
+run "tarball: CMake find_package builds run" 300 "${as_user[@]}" "${tarball_env[@]}" bash tests/c/package-smoke.sh cmake "$work/smoke/tar-cmake" "$port" "$version"
+run "deb: control fields" 10 bash -c "
+  [ \"\$(dpkg-deb -f '$debfile' Package Version Architecture)\" = \"\$(printf 'Package: libstatestore\nVersion: $version\nArchitecture: amd64')\" ] &&
+  dpkg-deb -f '$debfile' Depends | grep -q 'libc6 (>= 2.17)' && [ -n \"\$(dpkg-deb -f '$debfile' Maintainer)\" ]"
+if [ "$(id -u)" != 0 ]; then
+  echo "SKIP deb install checks: dpkg -i needs root"
+elif dpkg -s libstatestore >/dev/null 2>&1; then
+  echo "SKIP deb install checks: libstatestore is already installed on this machine"
+else
+  deb_installed=1
+  run "deb: dpkg -i" 120 dpkg -i "$debfile"
+  run "deb: ld.so knows libstatestore.so.0" 10 bash -c "ldconfig -p | grep -q 'libstatestore.so.0 '"
+  run "deb: system pkg-config builds (C, C++, static) run" 300 "${as_user[@]}" bash tests/c/package-smoke.sh pkg-config "$work/smoke/deb-pc" "$port" "$version"
+  run "deb: system CMake find_package builds run" 300 "${as_user[@]}" bash tests/c/package-smoke.sh cmake "$work/smoke/deb-cmake" "$port" "$version"
+  run "deb: dpkg -r removes every file" 120 bash -c "
+    dpkg -r libstatestore >/dev/null && ! dpkg -s libstatestore >/dev/null 2>&1 &&
+    ! ls /usr/lib/x86_64-linux-gnu/libstatestore* /usr/include/statestore.h 2>/dev/null &&
+    ! ldconfig -p | grep -q libstatestore"
+  deb_installed=0
 fi
 
 echo

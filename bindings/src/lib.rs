@@ -26,7 +26,11 @@ pub use observe::*;
 pub use options::*;
 pub use status::*;
 
-/// The library's version, e.g. `"0.1.0"` (static, never free it).
+/// The version of the library loaded at run time, `"MAJOR.MINOR.PATCH"` (e.g. `"0.1.0"`): a
+/// static string, never free it. The header's `STATESTORE_VERSION` (and its `_MAJOR`, `_MINOR`,
+/// `_PATCH` parts) is the version the program was compiled against; both come from the
+/// workspace version in the root `Cargo.toml`. A program can compare them to detect a
+/// library older than the header it was compiled with.
 #[no_mangle]
 pub extern "C" fn statestore_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()

@@ -32,6 +32,20 @@ const QUOTED_CHARS: usize = 100;
 pub(crate) struct Glob {
     pattern: Pattern,
     prefix: Vec<u8>,
+    shortcut: Shortcut,
+}
+
+/// Patterns whose matches the literal prefix alone decides, answered without glob's matcher,
+/// which costs about as much per key as the rest of a scan (`examples/engine_ops.rs`). Both
+/// give glob's answer (see the test `shortcuts_agree_with_glob`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shortcut {
+    /// Glob decides.
+    None,
+    /// No metacharacter: the key is the prefix.
+    Exact,
+    /// The prefix then a single `*` (`*` and `user:*`): the key starts with the prefix.
+    Prefixed,
 }
 
 impl Glob {
@@ -40,9 +54,17 @@ impl Glob {
         let text = std::str::from_utf8(pattern)
             .map_err(|_| invalid(&String::from_utf8_lossy(pattern), "not UTF-8 text"))?;
         let compiled = Pattern::new(text).map_err(|error| invalid(text, error.msg))?;
+        let prefix = literal_prefix(text);
+        // A U+FFFD left in the rest also matches invalid bytes, which the prefix cannot say.
+        let shortcut = match &text[prefix.len()..] {
+            "" => Shortcut::Exact,
+            "*" => Shortcut::Prefixed,
+            _ => Shortcut::None,
+        };
         Ok(Self {
             pattern: compiled,
-            prefix: literal_prefix(text).as_bytes().to_vec(),
+            prefix: prefix.as_bytes().to_vec(),
+            shortcut,
         })
     }
 
@@ -54,6 +76,11 @@ impl Glob {
 
     /// Whether the whole of `key` matches.
     pub fn matches(&self, key: &[u8]) -> bool {
+        match self.shortcut {
+            Shortcut::Exact => return key == self.prefix,
+            Shortcut::Prefixed => return key.starts_with(&self.prefix),
+            Shortcut::None => {}
+        }
         let text = match std::str::from_utf8(key) {
             Ok(text) => Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(key),
@@ -273,6 +300,30 @@ mod tests {
             "U+FFFD also stands for invalid bytes"
         );
         assert_eq!(prefix("plain"), b"plain");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2_000))]
+
+        /// Patterns and keys over a small alphabet with every metacharacter, U+FFFD and
+        /// invalid bytes, so that shortcuts, prefixes and glob meet often.
+        #[test]
+        fn shortcuts_agree_with_glob(
+            pattern in "[ab*?\\[\\]!^/\u{fffd}-]{0,6}",
+            key in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b'b', b'*', b'/', b'[', 0xff, 0xef, 0xbf, 0xbd]),
+                0..7,
+            ),
+        ) {
+            if let Ok(glob) = Glob::compile(pattern.as_bytes()) {
+                let text = String::from_utf8_lossy(&key);
+                let expected = Pattern::new(&pattern).unwrap().matches_with(&text, OPTIONS);
+                proptest::prop_assert_eq!(glob.matches(&key), expected);
+                if expected {
+                    proptest::prop_assert!(key.starts_with(glob.literal_prefix()));
+                }
+            }
+        }
     }
 
     #[test]

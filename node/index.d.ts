@@ -437,7 +437,11 @@ export declare class Client<V = Buffer> {
   /** Ends every observation of `key` on this client. */
   unobserve(key: Bytes): Promise<void>
   unobserveSync(key: Bytes): void
-  /** Keys matching a glob pattern (`user:*`), lazily. */
+  /**
+   * Keys matching a glob pattern (`user:*`), lazily. Patterns follow the service's dialect
+   * (the Rust glob crate's `Pattern`): `*`, `?`, `[abc]`, `[a-z]`, `[!0-9]` negates (`[^...]`
+   * does not), `[*]` matches a literal `*`; no backslash escape.
+   */
   keys(pattern: Bytes): KeyIterator<V>
   keysSync(pattern: Bytes): KeyIterator<V>
   lease(key: Bytes, holder: Bytes, options?: { autoRenew?: boolean }): Lease<V>

@@ -985,8 +985,10 @@ pub unsafe extern "C" fn statestore_vdel_async(
         .run(|| unsafe { delete_op(client, key, key_len, value, options) })
 }
 
-/// Lists the keys matching `pattern` (glob: `*` any run, `?` one byte, `[...]` a set, `\`
-/// escapes), all pages. Free `*keys` with `statestore_key_list_free()`.
+/// Lists the keys matching `pattern`, all pages. Patterns follow the service's dialect (the
+/// Rust glob crate's `Pattern`): `*`, `?`, `[abc]`, `[a-z]`, `[!0-9]` negates (`[^...]` does
+/// not), `[*]` matches a literal `*`; no backslash escape. Free `*keys` with
+/// `statestore_key_list_free()`.
 ///
 /// # Safety
 /// `pattern` valid for `pattern_len` bytes, `keys` valid for a write.

@@ -43,7 +43,7 @@ pub enum Command {
     /// Delete a key only if it holds the given value.
     #[command(after_long_help = VDEL_HELP)]
     Vdel(VdelArgs),
-    /// List the keys matching a glob pattern (`*`: all).
+    /// List the keys matching a glob pattern (`*`: all; `[!0-9]` negates, no `\` escape).
     Keys(crate::commands::KeysArgs),
     /// Print the changes of keys as they happen, until interrupted (Ctrl-C).
     #[command(after_long_help = WATCH_HELP)]

@@ -1,5 +1,5 @@
 //! `statestore keys` through the built binary: patterns, binary keys, JSON and NUL output,
-//! more keys than one page, and an empty pattern.
+//! more keys than one page, the service's pattern dialect, an invalid and an empty pattern.
 
 mod support;
 
@@ -99,6 +99,39 @@ async fn binary_keys_in_json_and_nul_separated_output() {
     assert!(nul.iter().any(|k| k == b"bin:line\nbreak"));
     assert!(nul.iter().any(|k| k == b"bin:plain"));
     assert!(out.stdout.ends_with(b"\0"));
+}
+
+#[tokio::test]
+async fn patterns_follow_the_service_dialect() {
+    let (_server, tool, client) = tool().await;
+    set_all(&client, &[b"job:1", b"job:a", b"job:*", b"job:\\x"]).await;
+    let listed = |out: std::process::Output| {
+        let mut keys: Vec<String> = lines(&out.stdout)
+            .into_iter()
+            .map(|k| String::from_utf8(k).unwrap())
+            .collect();
+        keys.sort();
+        keys
+    };
+    let out = tool.expect(&["keys", "job:[!0-9]"], 0).await;
+    assert_eq!(listed(out), ["job:*", "job:a"]);
+    let out = tool.expect(&["keys", "job:[^0-9]"], 0).await;
+    assert_eq!(listed(out), ["job:1"], "`^` is a member, not a negation");
+    let out = tool.expect(&["keys", "job:[*]"], 0).await;
+    assert_eq!(listed(out), ["job:*"]);
+    let out = tool.expect(&["keys", "job:\\*"], 0).await;
+    assert_eq!(listed(out), ["job:\\x"], "a backslash is no escape");
+}
+
+#[tokio::test]
+async fn an_invalid_pattern_is_a_service_error_naming_it() {
+    let (_server, tool, _client) = tool().await;
+    let out = tool.expect(&["keys", "job:[0-9"], status::SERVICE).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("invalid pattern \"job:[0-9\""),
+        "stderr: {stderr}"
+    );
 }
 
 #[tokio::test]

@@ -119,8 +119,9 @@ impl Client {
         self.run(self.inner.unobserve(key))
     }
 
-    /// The keys matching a glob pattern, fetched page by page as the iterator is consumed;
-    /// see [`crate::Client::keys`].
+    /// The keys matching a glob pattern in the service's dialect (`[!0-9]` negates, no
+    /// backslash escape), fetched page by page as the iterator is consumed; see
+    /// [`crate::Client::keys`].
     pub fn keys(&self, pattern: impl Into<Bytes>) -> Result<Keys> {
         Keys::new(self, pattern.into())
     }

@@ -692,7 +692,10 @@ class Client {
     this.#native.unobserve(args.bytes(key, 'key'), SYNC)
   }
 
-  /** The keys matching a glob `pattern` (`user:*`), fetched lazily page by page. */
+  /**
+   * The keys matching a glob `pattern` (`user:*`, `sspat[!0-9]`; the service's dialect, no
+   * backslash escape), fetched lazily page by page.
+   */
   keys(pattern) {
     return new KeyIterator(this.#native.keys(args.bytes(pattern, 'pattern')), this.#strings)
   }

@@ -209,7 +209,11 @@ class AsyncClient(ClientBase["Coroutine[Any, Any, AsyncClient]"]):
     close = awaitable(ClientBase._close)
 
     async def keys(self, pattern: BytesLike = "*") -> AsyncIterator[Any]:
-        """The keys matching ``pattern``, fetched page by page (``async for``)."""
+        """The keys matching ``pattern``, fetched page by page (``async for``).
+
+        Patterns follow the service's dialect (the Rust glob crate's ``Pattern``): ``*``,
+        ``?``, ``[abc]``, ``[a-z]``, ``[!0-9]`` negates (``[^...]`` does not), ``[*]`` matches a
+        literal ``*``; no backslash escape."""
         pager = self._native.keys(pattern)
         while True:
             page = await wait(pager.next_page())

@@ -166,7 +166,11 @@ class Client(ClientBase["Client"], ClosedOnExit):
     close = blocking(ClientBase._close)
 
     def keys(self, pattern: BytesLike = "*") -> Iterator[Any]:
-        """The keys matching ``pattern`` (``*`` and ``?`` wildcards), fetched page by page."""
+        """The keys matching ``pattern``, fetched page by page.
+
+        Patterns follow the service's dialect (the Rust glob crate's ``Pattern``): ``*``,
+        ``?``, ``[abc]``, ``[a-z]``, ``[!0-9]`` negates (``[^...]`` does not), ``[*]`` matches a
+        literal ``*``; no backslash escape."""
         pager = self._native.keys(pattern)
         while True:
             page = pager.next_page().wait()

@@ -2,13 +2,14 @@
 //! `cargo run --release -p statestore-server --no-default-features --example engine_ops [KEYS]`
 //! (default 1 000 000 keys).
 //! Creating and deleting keys pay for the ordered SCAN index; GET and overwrites do not.
+//! The full scans page through every key, so they measure the pattern matcher on each one.
 
 use std::collections::BTreeSet;
 use std::hint::black_box;
 use std::time::Instant;
 
 use bytes::Bytes;
-use statestore::protocol::Hlc;
+use statestore::protocol::{Hlc, Response};
 use statestore_server::engine::{Engine, EngineConfig, RequestContext};
 
 fn resp(args: &[&[u8]]) -> Bytes {
@@ -42,6 +43,45 @@ fn run(label: &str, engine: &mut Engine, payloads: &[Bytes], now: u64) {
     );
 }
 
+/// Every page of `SCAN pattern` from the first to the last, timed as a whole; returns the
+/// number of keys listed.
+fn full_scan(label: &str, engine: &mut Engine, pattern: &[u8], now: u64) -> usize {
+    let ts = Hlc::new(now, "bench").to_string();
+    let ctx = RequestContext {
+        client_id: "bench",
+        timestamp: Some(&ts),
+        fencing_token: None,
+        persist: false,
+        now_ms: now,
+    };
+    let started = Instant::now();
+    let (mut listed, mut pages) = (0, 0);
+    let mut token: Option<Bytes> = None;
+    loop {
+        let payload = match &token {
+            Some(token) => resp(&[b"SCAN", pattern, token]),
+            None => resp(&[b"SCAN", pattern]),
+        };
+        let response = engine.apply_payload(&payload, &ctx).response;
+        black_box(response.encode());
+        let Response::Scan(page) = response else {
+            panic!("SCAN answered {response:?}");
+        };
+        pages += 1;
+        listed += page.keys.len();
+        match page.token {
+            Some(next) => token = Some(next),
+            None => break,
+        }
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "{label:<22} {:>6.1} ms  ({listed} keys, {pages} pages)",
+        elapsed.as_secs_f64() * 1e3
+    );
+    listed
+}
+
 fn main() {
     let n: usize = std::env::args()
         .nth(1)
@@ -68,6 +108,11 @@ fn main() {
         std::slice::from_ref(&scan),
         now,
     );
+    // Over every key: `*` lists them all, `*7?` examines them all and lists a tenth.
+    for _ in 0..3 {
+        assert_eq!(full_scan("SCAN * (all pages)", &mut engine, b"*", now), n);
+        full_scan("SCAN *7? (all pages)", &mut engine, b"*7?", now);
+    }
     run("DEL", &mut engine, &del, now);
 
     // The index alone, on the same keys.

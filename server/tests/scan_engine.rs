@@ -1,6 +1,6 @@
 //! SCAN rules on the engine, driven through payloads as the service drives them: stable
-//! paging while keys come and go, every glob feature, binary keys, page bounds, expiry and
-//! malformed tokens.
+//! paging while keys come and go, every rule of the pattern dialect, binary keys, invalid
+//! patterns, page bounds, expiry and malformed tokens.
 
 #[path = "support/wire.rs"]
 mod wire;
@@ -182,7 +182,7 @@ fn a_scan_without_changes_lists_every_key_in_byte_order() {
 }
 
 #[test]
-fn every_glob_feature() {
+fn every_rule_of_the_pattern_dialect() {
     let mut store = Store::with_page(4);
     let keys = [
         "user:1", "user:2", "user:10", "user:a", "users", "usr:1", "hello", "hallo", "hxllo",
@@ -197,8 +197,9 @@ fn every_glob_feature() {
         ("user:?", &["user:1", "user:2", "user:a"]),
         ("user:[0-9]", &["user:1", "user:2"]),
         ("user:[0-9]*", &["user:1", "user:2", "user:10"]),
-        ("user:[^0-9]", &["user:a"]),
-        ("user:[9-0]", &["user:1", "user:2"]),
+        ("user:[!0-9]", &["user:a"]),
+        ("user:[^0-9]", &["user:1", "user:2"]),
+        ("user:[9-0]", &[]),
         (
             "us*",
             &["user:1", "user:2", "user:10", "user:a", "users", "usr:1"],
@@ -206,16 +207,20 @@ fn every_glob_feature() {
         ("h?llo", &["hello", "hallo", "hxllo"]),
         ("h*llo", &["hello", "hallo", "hxllo", "hllo", "heeello"]),
         ("h[ae]llo", &["hello", "hallo"]),
-        ("h[^e]llo", &["hallo", "hxllo"]),
+        ("h[!e]llo", &["hallo", "hxllo"]),
         ("h[a-b]llo", &["hallo"]),
-        ("a\\*b", &["a*b"]),
-        ("a\\?b", &["a?b"]),
+        ("a[*]b", &["a*b"]),
+        ("a[?]b", &["a?b"]),
+        ("a\\*b", &["a\\b"]),
+        ("a\\?b", &[]),
         ("a?b", &["a*b", "a?b", "axb", "a\\b"]),
-        ("\\[x\\]", &["[x]"]),
+        ("\\[x\\]", &[]),
         ("[[]x]", &["[x]"]),
-        ("a\\\\b", &["a\\b"]),
+        ("[[]x[]]", &["[x]"]),
+        ("a\\b", &["a\\b"]),
         ("[\\-]", &["-"]),
-        ("[\\]]", &["]"]),
+        ("[]]", &["]"]),
+        ("[\\]]", &[]),
         ("*1*", &["user:1", "user:10", "usr:1"]),
         ("nothing*", &[]),
         ("", &[]),
@@ -248,12 +253,14 @@ fn binary_keys_are_matched_and_listed_byte_for_byte() {
         as_set(store.scan(b"bin*")),
         set(&[b"bin\r\n\x00", b"bin\xff\xfe", b"bin*"])
     );
-    assert_eq!(as_set(store.scan(b"bin\\*")), set(&[b"bin*"]));
+    assert_eq!(as_set(store.scan(b"bin[*]")), set(&[b"bin*"]));
     assert_eq!(as_set(store.scan(b"\x00?")), set(&[b"\x00\x01"]));
-    assert_eq!(as_set(store.scan(b"[\x80-\xff]*")), set(&[b"\xff"]));
+    // A key that is not UTF-8 is matched as its text with U+FFFD for each invalid sequence.
+    assert_eq!(as_set(store.scan(b"bin??")), set(&[b"bin\xff\xfe"]));
+    assert_eq!(as_set(store.scan("\u{fffd}*".as_bytes())), set(&[b"\xff"]));
     assert_eq!(
-        as_set(store.scan(b"*[\xfe\r]*")),
-        set(&[b"bin\r\n\x00", b"bin\xff\xfe"])
+        as_set(store.scan("*[\r\u{fffd}]*".as_bytes())),
+        set(&[b"bin\r\n\x00", b"bin\xff\xfe", b"\xff"])
     );
 }
 
@@ -326,6 +333,44 @@ fn expired_keys_are_never_listed() {
     assert_eq!(as_set(store.scan(b"*")), names(&["goes", "stays"]));
     store.now += 100;
     assert_eq!(as_set(store.scan(b"*")), names(&["stays"]));
+}
+
+#[test]
+fn invalid_patterns_get_an_error_naming_them() {
+    let mut store = Store::with_page(10);
+    store.set(b"k1");
+    let invalid = |text: &str| Response::Error(ServiceError::Unknown(text.to_owned()));
+    let cases: [(&[u8], &str); 5] = [
+        (b"k[1", "invalid pattern \"k[1\": invalid range pattern"),
+        (
+            b"k**",
+            "invalid pattern \"k**\": recursive wildcards must form a single path component",
+        ),
+        (
+            b"***",
+            "invalid pattern \"***\": wildcards are either regular `*` or recursive `**`",
+        ),
+        (
+            b"[\x80-\xff]*",
+            "invalid pattern \"[\u{fffd}-\u{fffd}]*\": not UTF-8 text",
+        ),
+        (
+            b"\r\n[",
+            "invalid pattern \"\\r\\n[\": invalid range pattern",
+        ),
+    ];
+    for (pattern, text) in cases {
+        let answer = store.apply(&[b"SCAN", pattern]);
+        assert_eq!(answer, invalid(text), "pattern {pattern:?}");
+        assert_eq!(Response::decode(&answer.encode()), Ok(answer));
+        // With a token too: the pattern is checked first.
+        assert_eq!(store.apply(&[b"SCAN", pattern, b"1:6b"]), invalid(text));
+    }
+    assert_eq!(
+        invalid("invalid pattern \"k[1\": invalid range pattern").encode(),
+        Bytes::from_static(b"-ERR invalid pattern \"k[1\": invalid range pattern\r\n")
+    );
+    assert_eq!(as_set(store.scan(b"k[1]")), names(&["k1"]));
 }
 
 #[test]
@@ -418,7 +463,7 @@ mod properties {
         (b"a*", |k| k.first() == Some(&b'a')),
         (b"*b", |k| k.last() == Some(&b'b')),
         (b"?\x00*", |k| k.get(1) == Some(&0)),
-        (b"[^a]*", |k| k.first().is_some_and(|&b| b != b'a')),
+        (b"[!a]*", |k| k.first().is_some_and(|&b| b != b'a')),
     ];
 
     #[derive(Debug, Clone)]

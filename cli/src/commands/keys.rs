@@ -16,7 +16,9 @@ use crate::output::{self, put_key, Object};
 #[derive(Debug, Args)]
 #[command(after_long_help = KEYS_HELP)]
 pub struct KeysArgs {
-    /// Glob pattern: `*` any bytes, `?` one byte, `[a-z]`, `[^a]`, `\` escapes (`*` = all).
+    /// Glob pattern in the service's dialect (Rust glob crate's `Pattern`): `*`, `?`, `[abc]`,
+    /// `[a-z]`, `[!0-9]` negates (`[^...]` does not), `[*]` a literal `*`; no backslash escape
+    /// (`*` = all).
     pub pattern: OsString,
     /// Print `{"key"}` JSON lines (`"key_encoding": "base64"` for keys that are not UTF-8).
     #[arg(long, conflicts_with = "null")]
@@ -38,6 +40,7 @@ while the listing runs may or may not be listed; every other key is listed exact
 Examples:
   statestore keys '*'
   statestore keys 'sensor:[0-9]*' --json
+  statestore keys 'sensor:[!0-9]*'   # [!...] negates ([^...] does not); no \\ escape
   statestore keys 'job:*' -0 | xargs -0 -n1 statestore delete";
 
 /// `statestore keys`.

@@ -173,10 +173,12 @@ impl Client {
     /// The keys matching a glob `pattern`, fetched page by page as they are consumed (no
     /// request is sent before the first key is asked for).
     ///
-    /// Patterns follow Redis' glob rules on bytes: `*` any run of bytes, `?` one byte,
-    /// `[abc]`, `[a-z]`, `[^a]` sets, `\` escapes the next byte. `*` lists every key;
-    /// `user:*` the keys starting with `user:`. An empty pattern is
-    /// [`Error::InvalidArgument`]. Needs a service that knows `SCAN` (newer versions).
+    /// Patterns follow the service's dialect (the Rust `glob` crate's `Pattern`): `*`, `?`,
+    /// `[abc]`, `[a-z]`; `[!0-9]` negates (`[^0-9]` does not: `^` is a member); `[*]` matches a
+    /// literal `*`; a backslash is no escape. `*` lists every key; `user:*` the keys starting
+    /// with `user:`. An empty pattern is [`Error::InvalidArgument`]; a pattern the service
+    /// rejects (an unclosed `[`) fails with its error. Needs a service that knows `SCAN`
+    /// (newer versions).
     pub fn keys(&self, pattern: impl Into<Bytes>) -> Result<Keys> {
         Keys::new(self, pattern.into())
     }

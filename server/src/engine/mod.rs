@@ -27,6 +27,9 @@
 //! - SCAN lists keys in byte order; its continuation token is a position in that order
 //!   (text `1:<hex>`), so a scan is stable while keys come and go, and a token this server did
 //!   not issue gets `-ERR invalid continuation token`. SCAN's `__ts` is handled like GET's.
+//! - SCAN patterns are the service's dialect (the `glob` crate's `Pattern`); a key that is not
+//!   UTF-8 is matched as its text with U+FFFD for each invalid sequence, and an invalid pattern
+//!   gets `-ERR invalid pattern "<pattern>": <reason>` (see `glob`).
 //!
 //! Persistence: with [`EngineConfig::persistence`] on, writes of keys with
 //! `aio-persistence: true` (and every way such a key stops being persisted) are recorded as

@@ -3,7 +3,8 @@
 //! The token is the position to resume at (see `cursor`): every key present for the whole
 //! scan is listed exactly once however keys come and go between pages. Keys past their
 //! deadline were removed before the request, so they are never listed. A token this server
-//! did not issue gets `-ERR invalid continuation token`.
+//! did not issue gets `-ERR invalid continuation token`. Patterns are in the service's
+//! dialect (see `glob`); an invalid one gets `-ERR invalid pattern "<pattern>": <reason>`.
 
 use bytes::Bytes;
 use statestore::protocol::{Response, ServiceError};
@@ -23,14 +24,15 @@ impl Engine {
         ctx: &RequestContext<'_>,
     ) -> Result<Outcome, ServiceError> {
         self.receive_optional_timestamp(ctx)?;
+        // Compiled once per request: every key of the page is matched against it.
+        let glob = Glob::compile(pattern).map_err(ServiceError::Unknown)?;
         let resume_at = token.map(|token| cursor::decode(token)).transpose()?;
-        let glob = Glob::compile(pattern);
         // Matching keys all start with the pattern's literal prefix: only that range of the
         // ordered keys is visited.
         let prefix = glob.literal_prefix();
         let start = match resume_at {
-            Some(position) if position > prefix => position,
-            _ => prefix.clone(),
+            Some(position) if position.as_slice() > prefix => position,
+            _ => prefix.to_vec(),
         };
         let keys = self.config.scan_page_keys.max(1);
         let limits = Limits {
@@ -41,7 +43,7 @@ impl Engine {
         let candidates = self
             .store
             .keys_from(&start)
-            .take_while(|key| key.starts_with(&prefix));
+            .take_while(|key| key.starts_with(prefix));
         let page = pager::page(candidates, &glob, limits);
         Ok(Outcome::reply(Response::Scan(page), None))
     }

@@ -9,4 +9,5 @@ sed -i "0,/^version = \"$old\"/s//version = \"$new\"/" Cargo.toml
 sed -i "s/\"$old\"/\"$new\"/g" node/package.json node/testing/package.json
 sed -i "s/==$old\"/==$new\"/g" python/pyproject.toml python/testing/pyproject.toml
 cargo update --workspace --quiet
+bash bindings/gen-header.sh   # the header's STATESTORE_VERSION macros
 bash scripts/check-versions.sh

@@ -64,7 +64,11 @@ fn config(options: LocalServerOptions) -> napi::Result<ServerConfig> {
             key: key.into(),
         }),
         (None, None) => None,
-        _ => return Err(invalid("options.tlsCert and options.tlsKey go together".into())),
+        _ => {
+            return Err(invalid(
+                "options.tlsCert and options.tlsKey go together".into(),
+            ))
+        }
     };
     if let Some(username) = options.username {
         config.credentials = Some(Credentials {

@@ -58,7 +58,7 @@ run_suite() { # $1: project dir with the packages installed; $2: the test files 
 
 echo "== node: the release packages from a local registry, installed by name (no cargo, no rustc)"
 registry_start "$work/registry"
-registry_publish "${tarballs[@]/#/dist/}"
+for name in "${tarballs[@]}"; do registry_publish "$root/dist/$name-$version.tgz"; done
 mkdir -p "$work/user"
 (cd "$work/user" && npm init -y >/dev/null)
 start=$(date +%s%N)

@@ -12,8 +12,12 @@ registry_start() {
   if [ ! -x "$VERDACCIO_HOME/node_modules/.bin/verdaccio" ]; then
     echo "== installing verdaccio 5 into $VERDACCIO_HOME"
     mkdir -p "$VERDACCIO_HOME"
+    # verdaccio 5 asks for node-fetch by the dist-tag `cjs`, which not every registry carries:
+    # the version behind that tag, pinned.
+    printf '%s\n' '{ "private": true, "dependencies": { "verdaccio": "5.33.0" },' \
+      '  "overrides": { "node-fetch": "2.7.0" } }' > "$VERDACCIO_HOME/package.json"
     (cd "$VERDACCIO_HOME" && timeout 600 npm install --no-package-lock --loglevel=error \
-      --no-fund --no-audit verdaccio@5.33.0 >/dev/null)
+      --no-fund --no-audit >/dev/null)
   fi
   mkdir -p "$work/storage"
   port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"

@@ -1,7 +1,8 @@
 """``statestore``: client for the MQTT broker state store (Azure IoT Operations).
 
 ``statestore.Client`` (blocking) and ``statestore.AsyncClient`` (asyncio) have the same
-methods; ``statestore.testing`` runs a local state store in-process for tests.
+methods; ``statestore.testing`` runs a local state store in-process for tests (the
+``testing`` extra: ``pip install 'mqtt-statestore[testing]'``).
 """
 
 from __future__ import annotations

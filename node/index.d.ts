@@ -59,7 +59,11 @@ export declare const version: string
 
 export declare function setLogHandler(handler: ((record: LogRecord) => void) | null, options?: { level?: LogLevel }): void
 
-/** Orders two versions or fencing tokens: negative, zero or positive. */
+/**
+ * Orders two versions or fencing tokens as the service does (wall clock, then counter, as exact
+ * integers up to 2^64 - 1, then node id bytes): -1, 0 or 1. Anything that is not
+ * `wallMs:counter:node` throws a `TypeError` with `code: 'ERR_INVALID_ARG_VALUE'`.
+ */
 export declare function compareVersions(a: Version, b: Version): number
 
 /** The `code` strings of errors, by core name: `ErrorCodes.TIMEOUT === 'STATESTORE_TIMEOUT'`. */

@@ -5,7 +5,7 @@ import net from 'node:net'
 import { createRequire } from 'node:module'
 import { after, before, describe, test } from 'node:test'
 
-import { Client, ERROR_TABLE, ErrorCodes } from 'mqtt-statestore'
+import { Client, ERROR_TABLE, ErrorCodes, compareVersions } from 'mqtt-statestore'
 import { deadline, freePort, startLocalServer, startMosquitto, unique } from './helpers.mjs'
 
 const T = { timeout: 30_000 }
@@ -110,11 +110,41 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
     assert.throws(() => addon.NativeClient.connect([], false, {}))
     assert.throws(() => new addon.NativeCall('yes'))
     assert.throws(() => new addon.NativeLock({}, 'n', 1000))
-    const testing = createRequire(import.meta.url)('mqtt-statestore-testing')
+    // The testing package where it is installed; in a checkout, the addon built beside it.
+    let testing
+    try {
+      testing = createRequire(import.meta.url)('mqtt-statestore-testing')
+    } catch {
+      testing = createRequire(native)('./testing/index.js')
+    }
     assert.throws(() => testing.NativeLocalServer.startSync({ port: 'x' }))
     assert.throws(() => testing.NativeLocalServer.startSync({ port: 70000 }), /options\.port/)
     assert.throws(() => addon.setLogHandler('not a function', 'info'))
     assert.throws(() => addon.setLogHandler(null, 'loud'))
+  })
+})
+
+describe('compareVersions orders exactly and refuses what is not a version', () => {
+  test('order: wall clock, counter, node id bytes, as exact integers', T, () => {
+    assert.equal(compareVersions('001732363200000:00003:StateStore', '001732363200000:00004:StateStore'), -1)
+    assert.equal(compareVersions('2:0:a', '10:0:a'), -1, 'numbers, not strings')
+    assert.equal(compareVersions('1:0:b', '1:0:a'), 1)
+    assert.equal(compareVersions('1:0:a', '1:0:a'), 0)
+    // Above 2^53 doubles round these two to the same number.
+    assert.equal(compareVersions('9007199254740993:0:n', '9007199254740992:0:n'), 1)
+    assert.equal(compareVersions('1:18446744073709551615:n', '1:18446744073709551614:n'), 1)
+    assert.equal(compareVersions('1:0:n:with:colons', '1:0:n:with:colons'), 0)
+    assert.equal(compareVersions('1:0:\u00e9', '1:0:\uffff'), -1, 'UTF-8 bytes, as the service')
+  })
+
+  test('garbage is a TypeError naming the argument, never NaN', T, () => {
+    const bad = (e, name) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_VALUE' && e.message.includes(`"${name}"`)
+    for (const garbage of ['', 'abc', '1:2', ':1:n', '1::n', '-1:0:n', '1.5:0:n', '18446744073709551616:0:n', ' 1:0:n']) {
+      assert.throws(() => compareVersions(garbage, '1:0:n'), (e) => bad(e, 'a'), garbage)
+      assert.throws(() => compareVersions('1:0:n', garbage), (e) => bad(e, 'b'), garbage)
+    }
+    assert.throws(() => compareVersions(undefined, '1:0:n'), (e) => bad(e, 'a'))
+    assert.throws(() => compareVersions('1:0:n', 5), TypeError)
   })
 })
 

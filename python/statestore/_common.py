@@ -95,6 +95,22 @@ def _published(run: Callable[..., Any], op: Callable[..., Any], then: Any) -> An
     return run
 
 
+def _invoke(op: Callable[..., _T], public: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> _T:
+    """``op(*args, **kwargs)``; a mistake in the arguments (a misspelt keyword, one too many)
+    names the public method the caller used (``Client.set()``), not the private one."""
+    try:
+        return op(*args, **kwargs)
+    except TypeError as error:
+        # No frame below this one: Python refused the arguments before running ``op``.
+        if error.__traceback__ is None or error.__traceback__.tb_next is not None:
+            raise
+        private = f"{op.__qualname__}()"
+        message = str(error)
+        if private not in message:
+            raise
+        raise TypeError(message.replace(private, f"{public.__qualname__}()")) from None
+
+
 @overload
 def blocking(op: "Callable[_P, _native.Call[_T]]", then: None = None) -> "Callable[_P, _T]": ...
 @overload
@@ -103,7 +119,7 @@ def blocking(op: Any, then: Any = None) -> Any:
     """``op``'s call waited for on the caller's thread (GIL released, Ctrl-C honoured)."""
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        result = op(*args, **kwargs).wait()
+        result = _invoke(op, run, args, kwargs).wait()
         return result if then is None else then(result)
 
     return _published(run, op, then)
@@ -119,7 +135,7 @@ def awaitable(op: Any, then: Any = None) -> Any:
     """``op``'s call completed on the running event loop."""
 
     async def run(*args: Any, **kwargs: Any) -> Any:
-        result = await wait(op(*args, **kwargs))
+        result = await wait(_invoke(op, run, args, kwargs))
         return result if then is None else then(result)
 
     return _published(run, op, then)
@@ -129,7 +145,7 @@ def wrapping(op: "Callable[_P, _N]", then: Callable[[_N], _T]) -> "Callable[_P, 
     """``op``'s native object (no call: nothing to wait for) wrapped by ``then``."""
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        return then(op(*args, **kwargs))
+        return then(_invoke(op, run, args, kwargs))
 
     return _published(run, op, then)  # type: ignore[no-any-return]
 

@@ -390,6 +390,22 @@ def test_bad_values(client: Client, call: object, error: type) -> None:
     assert isinstance(info.value, ValueError) or isinstance(info.value, statestore.StateStoreError)
 
 
+def test_argument_mistakes_name_the_public_method(client: Client) -> None:
+    with pytest.raises(TypeError, match=r"^Client\.set\(\) got an unexpected keyword argument 'expirey'$"):
+        client.set("k", "v", expirey=3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^Client\.get\(\) missing 1 required positional argument: 'key'$"):
+        client.get()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^Client\.lock\(\) got an unexpected keyword"):
+        client.lock("l", tll=1.0)  # type: ignore[call-arg]
+
+
+async def test_argument_mistakes_name_the_public_async_method(aclient: AsyncClient) -> None:
+    with pytest.raises(TypeError, match=r"^AsyncClient\.set\(\) got an unexpected keyword argument 'expirey'$"):
+        await aclient.set("k", "v", expirey=3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^AsyncClient\.delete\(\) got an unexpected keyword"):
+        await aclient.delete("k", fencing=None)  # type: ignore[call-arg]
+
+
 def test_error_classes() -> None:
     assert issubclass(statestore.TimeoutError, TimeoutError)
     assert issubclass(statestore.InvalidArgumentError, ValueError)

@@ -22,15 +22,20 @@ fn resp(args: &[&[u8]]) -> Bytes {
     Bytes::from(out)
 }
 
-fn run(label: &str, engine: &mut Engine, payloads: &[Bytes], now: u64) {
-    let ts = Hlc::new(now, "bench").to_string();
-    let ctx = RequestContext {
+/// The request context of every timed request: one client, a timestamp, no fencing.
+fn context(ts: &str, now: u64) -> RequestContext<'_> {
+    RequestContext {
         client_id: "bench",
-        timestamp: Some(&ts),
+        timestamp: Some(ts),
         fencing_token: None,
         persist: false,
         now_ms: now,
-    };
+    }
+}
+
+fn run(label: &str, engine: &mut Engine, payloads: &[Bytes], now: u64) {
+    let ts = Hlc::new(now, "bench").to_string();
+    let ctx = context(&ts, now);
     let started = Instant::now();
     for payload in payloads {
         black_box(engine.apply_payload(payload, &ctx).response.encode());
@@ -47,13 +52,7 @@ fn run(label: &str, engine: &mut Engine, payloads: &[Bytes], now: u64) {
 /// number of keys listed.
 fn full_scan(label: &str, engine: &mut Engine, pattern: &[u8], now: u64) -> usize {
     let ts = Hlc::new(now, "bench").to_string();
-    let ctx = RequestContext {
-        client_id: "bench",
-        timestamp: Some(&ts),
-        fencing_token: None,
-        persist: false,
-        now_ms: now,
-    };
+    let ctx = context(&ts, now);
     let started = Instant::now();
     let (mut listed, mut pages) = (0, 0);
     let mut token: Option<Bytes> = None;

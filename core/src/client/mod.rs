@@ -15,7 +15,7 @@ mod shared;
 mod token_watch;
 mod transport;
 mod types;
-mod validate;
+pub(crate) mod validate;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

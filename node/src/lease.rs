@@ -408,6 +408,8 @@ pub struct NativeUpdate {
     txn: Arc<Mutex<Option<UpdateTxn>>>,
     old: Option<Bytes>,
     token: String,
+    /// Open while the caller's update function runs (on the JavaScript thread).
+    callback: std::cell::RefCell<Option<statestore::lease::CallbackScope>>,
 }
 
 impl NativeUpdate {
@@ -415,6 +417,7 @@ impl NativeUpdate {
         NativeUpdate {
             old: txn.old_value().cloned(),
             token: txn.fencing_token().to_string(),
+            callback: std::cell::RefCell::new(None),
             txn: Arc::new(Mutex::new(Some(txn))),
         }
     }
@@ -460,6 +463,26 @@ impl NativeUpdate {
     ) -> napi::Result<Returned<'e, MaybeBytes>> {
         let value = value.map(bytes);
         optional_bytes(env, call, self.finish(|txn| txn.commit(value)))
+    }
+
+    /// The caller's update function runs from now until `exitCallback()`: meanwhile a
+    /// blocking wait for this same lock on this thread fails at once instead of waiting for
+    /// itself forever.
+    #[napi(catch_unwind)]
+    pub fn enter_callback(&self) {
+        let scope = self
+            .txn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(UpdateTxn::enter_callback);
+        *self.callback.borrow_mut() = scope;
+    }
+
+    /// The update function has returned (or thrown).
+    #[napi(catch_unwind)]
+    pub fn exit_callback(&self) {
+        self.callback.borrow_mut().take();
     }
 
     /// Releases without writing.

@@ -434,6 +434,15 @@ impl Update {
         self.with(|t| Version(t.fencing_token().clone()))
     }
 
+    /// Calls `function(old_value)` on this thread and returns its result. While it runs,
+    /// waiting for this same lock on this thread (a nested `update`, `acquire`, `with lock:`)
+    /// raises `InvalidArgumentError` at once instead of waiting for itself forever.
+    fn call(&self, py: Python<'_>, function: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let old = self.old_value(py)?;
+        let _scope = self.with(|t| t.enter_callback());
+        function.call1((old,)).map(Bound::unbind)
+    }
+
     /// Writes `value` (`None`: deletes the key) with the fencing token, then releases.
     fn commit(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<Call> {
         let value = match value {

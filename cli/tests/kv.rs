@@ -234,6 +234,18 @@ async fn a_key_left_fenced_by_a_gone_lock_is_cleaned_up_as_the_error_says() {
 }
 
 #[tokio::test]
+async fn del_is_delete_with_its_fencing_token_option() {
+    let (_server, tool) = tool().await;
+    let token = text(&tool.expect(&["set", "job", "v", "--nx"], 0).await);
+    tool.expect(&["set", "job", "v", "--fencing-token", &token], 0)
+        .await;
+    tool.expect(&["del", "job"], status::SERVICE).await;
+    tool.expect(&["del", "job", "--fencing-token", &token], 0)
+        .await;
+    tool.expect(&["del", "job"], status::NOT_FOUND).await;
+}
+
+#[tokio::test]
 async fn delete_and_vdel_outcomes() {
     let (_server, tool) = tool().await;
     tool.expect(&["set", "k", "v"], 0).await;

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 _N = TypeVar("_N")
-_R = TypeVar("_R")
 _RB = TypeVar("_RB")
 _RS = TypeVar("_RS")
 _W = TypeVar("_W")
@@ -77,7 +76,7 @@ _ConditionName = Union[
     Literal["always"], Literal["nx"], Literal["nex"], Literal["ALWAYS"], Literal["NX"], Literal["NEX"]
 ]
 
-_Path = Union[str, "os.PathLike[str]"]
+_Path = Union[str, os.PathLike[str]]
 
 
 class ConnectOptions(TypedDict, total=False):

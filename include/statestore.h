@@ -168,7 +168,8 @@ enum statestore_status
    */
   STATESTORE_ERR_TIMESTAMP_SKEW = 100,
   /**
-   * Service: the key is protected by a fencing token and the request carried none.
+   * Service: the key was written with a fencing token and the request carried none; it stays
+   * fenced until deleted with a token (its current version, from `statestore_get`, will do).
    */
   STATESTORE_ERR_FENCING_TOKEN_REQUIRED = 101,
   /**

@@ -1,6 +1,7 @@
 // Types of the `mqtt-statestore` package (hand-written over the addon's generated native.d.ts;
-// test/types.test.mjs checks that every runtime method is declared here, and the examples
-// are type-checked with `tsc --noEmit --strict`).
+// test/package.test.mjs checks that every runtime method is declared here, the examples are
+// type-checked with `tsc --noEmit --strict`, and typecheck/check.mjs makes sure tsc reports
+// every deliberate mistake of typecheck/mistakes.ts).
 
 /// <reference types="node" />
 
@@ -404,8 +405,6 @@ export interface LocalServerOptions {
   tlsKey?: string
 }
 
-type Value<O> = O extends { returnStrings: true } ? string : Buffer
-
 /**
  * A state store client: every operation as a Promise method and a blocking `…Sync` twin.
  * Safe to use from several async tasks at once (any number of calls in flight); each worker
@@ -413,11 +412,25 @@ type Value<O> = O extends { returnStrings: true } ? string : Buffer
  */
 export declare class Client<V = Buffer> {
   private constructor()
-  static connect<O extends ConnectOptions = {}>(options?: O): Promise<Client<Value<O>>>
-  static connectSync<O extends ConnectOptions = {}>(options?: O): Client<Value<O>>
+  /**
+   * Connects to the broker. With `returnStrings: true` values, keys and names are strings
+   * (`Client<string>`), otherwise Buffers (`Client<Buffer>`); a `returnStrings` known only at
+   * run time gives `Client<Buffer | string>`. A misspelt setting is a type error (and a
+   * TypeError at run time).
+   */
+  static connect(options: ConnectOptions & { returnStrings: true }): Promise<Client<string>>
+  static connect(options?: ConnectOptions & { returnStrings?: false }): Promise<Client<Buffer>>
+  static connect(options: ConnectOptions): Promise<Client<Buffer | string>>
+  static connectSync(options: ConnectOptions & { returnStrings: true }): Client<string>
+  static connectSync(options?: ConnectOptions & { returnStrings?: false }): Client<Buffer>
+  static connectSync(options: ConnectOptions): Client<Buffer | string>
   /** Connects with the `AIO_*` environment of an Azure IoT Operations pod; `overrides` win. */
-  static fromEnv<O extends ConnectOptions = {}>(overrides?: O): Promise<Client<Value<O>>>
-  static fromEnvSync<O extends ConnectOptions = {}>(overrides?: O): Client<Value<O>>
+  static fromEnv(overrides: ConnectOptions & { returnStrings: true }): Promise<Client<string>>
+  static fromEnv(overrides?: ConnectOptions & { returnStrings?: false }): Promise<Client<Buffer>>
+  static fromEnv(overrides: ConnectOptions): Promise<Client<Buffer | string>>
+  static fromEnvSync(overrides: ConnectOptions & { returnStrings: true }): Client<string>
+  static fromEnvSync(overrides?: ConnectOptions & { returnStrings?: false }): Client<Buffer>
+  static fromEnvSync(overrides: ConnectOptions): Client<Buffer | string>
   /** The in-process local state store on a free port (same as `mqtt-statestore/testing`). */
   static startLocalServer(options?: LocalServerOptions): Promise<LocalServer>
   static startLocalServerSync(options?: LocalServerOptions): LocalServer

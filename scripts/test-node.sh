@@ -10,7 +10,9 @@
 #   2. a contributor's path: `npm install` and `npm run build:debug` inside node/, then
 #      `npm install <checkout>/node` into an empty project outside the repository, and the
 #      README example there;
-#   3. `tsc --noEmit --strict` on the TypeScript example, and clippy/rustfmt of the crates.
+#   3. `tsc --noEmit --strict` on the TypeScript example, tsc over a file of deliberate type
+#      mistakes (each must be reported) and correct uses (node/typecheck/check.mjs), and
+#      clippy/rustfmt of the crates.
 # Ends with node --test's "# pass N / # fail N" for each suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,4 +94,6 @@ for addon in node/testing/npm/linux-x64-gnu/*.node; do [ -f "$addon" ] && cp "$a
 
 echo "== node: tsc --noEmit --strict on the TypeScript example"
 (cd node && timeout 120 npx tsc -p examples/tsconfig.json --noEmit --strict)
+echo "== node: tsc --strict reports every mistake of typecheck/mistakes.ts, accepts typecheck/correct.ts"
+(cd node && timeout 180 node typecheck/check.mjs)
 echo "== node: all suites passed"

@@ -6,7 +6,9 @@
 # rustc on PATH; then every test in python/tests
 # (each with a deadline, against the in-process state store, and the statestore-server binary
 # on Mosquitto), the shared scenarios with Client and AsyncClient, the examples, mypy --strict
-# on the package and the examples, and stubtest of the stubs against the compiled module.
+# on the package and the examples, mypy --strict over a file of deliberate type mistakes (each
+# must be reported) and correct uses (tests/test_types.py), and stubtest of the stubs against
+# the compiled module.
 # Ends with pytest's summary line.
 set -euo pipefail
 cd "$(dirname "$0")/.."

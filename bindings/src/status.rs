@@ -45,7 +45,8 @@ pub enum statestore_status {
     STATESTORE_ERR_INTERNAL = 12,
     /// Service: the request's timestamp is too far in the future (synchronise the clocks).
     STATESTORE_ERR_TIMESTAMP_SKEW = 100,
-    /// Service: the key is protected by a fencing token and the request carried none.
+    /// Service: the key was written with a fencing token and the request carried none; it stays
+    /// fenced until deleted with a token (its current version, from `statestore_get`, will do).
     STATESTORE_ERR_FENCING_TOKEN_REQUIRED = 101,
     /// Service: the fencing token is too far in the future.
     STATESTORE_ERR_FENCING_TOKEN_SKEW = 102,

@@ -37,8 +37,8 @@ pub enum Command {
     /// Set a key, optionally only if absent (--nx) or absent-or-equal (--nex), with an expiry.
     #[command(after_long_help = SET_HELP)]
     Set(SetArgs),
-    /// Delete a key.
-    #[command(after_long_help = DELETE_HELP)]
+    /// Delete a key (`del` for short).
+    #[command(after_long_help = DELETE_HELP, visible_alias = "del")]
     Delete(DeleteArgs),
     /// Delete a key only if it holds the given value.
     #[command(after_long_help = VDEL_HELP)]
@@ -226,9 +226,11 @@ const DELETE_HELP: &str = "\
 Examples:
   statestore delete color
   statestore delete report --fencing-token 001712345678901:00000:node
+  statestore del report --fencing-token \"$(statestore get report --version-only)\"
+                                                 # a key whose lock is gone
   statestore delete color --json                 # {\"outcome\":\"deleted\",\"version\":...}
 
-Exit status: 0 deleted, 3 not found.";
+Exit status: 0 deleted, 3 not found, 7 service error (e.g. a fenced key without its token).";
 
 const VDEL_HELP: &str = "\
 Examples:

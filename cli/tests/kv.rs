@@ -196,6 +196,56 @@ async fn fencing_tokens_protect_keys() {
 }
 
 #[tokio::test]
+async fn a_key_left_fenced_by_a_gone_lock_is_cleaned_up_as_the_error_says() {
+    let (_server, tool) = tool().await;
+    // A holder writes under its lock, then the lock goes away: the key stays fenced.
+    let token = text(
+        &tool
+            .expect(&["set", "locks/job", "worker", "--nx"], 0)
+            .await,
+    );
+    tool.expect(&["set", "job", "half-done", "--fencing-token", &token], 0)
+        .await;
+    tool.expect(&["delete", "locks/job"], 0).await;
+
+    // A plain delete is refused; the message names the key and says how to clean it up.
+    let refused = tool.expect(&["delete", "job"], status::SERVICE).await;
+    let message = String::from_utf8_lossy(&refused.stderr);
+    for expected in [
+        "key \"job\"",
+        "a fencing token is required",
+        "current version",
+        "statestore get \"job\" --version-only",
+        "statestore delete \"job\" --fencing-token",
+    ] {
+        assert!(message.contains(expected), "{expected:?} in {message:?}");
+    }
+    let refused = tool.expect(&["set", "job", "fresh"], status::SERVICE).await;
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--version-only"));
+
+    // What it says works: the key's version as the token deletes it, and the key is then
+    // an ordinary one again.
+    let version = text(&tool.expect(&["get", "job", "--version-only"], 0).await);
+    tool.expect(&["delete", "job", "--fencing-token", &version], 0)
+        .await;
+    tool.expect(&["get", "job"], status::NOT_FOUND).await;
+    tool.expect(&["set", "job", "fresh"], 0).await;
+    tool.expect(&["delete", "job"], 0).await;
+}
+
+#[tokio::test]
+async fn del_is_delete_with_its_fencing_token_option() {
+    let (_server, tool) = tool().await;
+    let token = text(&tool.expect(&["set", "job", "v", "--nx"], 0).await);
+    tool.expect(&["set", "job", "v", "--fencing-token", &token], 0)
+        .await;
+    tool.expect(&["del", "job"], status::SERVICE).await;
+    tool.expect(&["del", "job", "--fencing-token", &token], 0)
+        .await;
+    tool.expect(&["del", "job"], status::NOT_FOUND).await;
+}
+
+#[tokio::test]
 async fn delete_and_vdel_outcomes() {
     let (_server, tool) = tool().await;
     tool.expect(&["set", "k", "v"], 0).await;

@@ -256,7 +256,7 @@ code_table! {
     Cancelled, "CANCELLED", "CancelledError", Closed, "The caller cancelled the call; for a write the outcome is unknown.";
     Internal, "INTERNAL", "InternalError", Internal, "A bug in the library (a panic caught at a language boundary).";
     TimestampSkew, "TIMESTAMP_SKEW", "TimestampSkewError", Service, "The request's timestamp is too far ahead of the service's clock.";
-    FencingTokenRequired, "FENCING_TOKEN_REQUIRED", "FencingTokenRequiredError", Service, "The key is fenced: writes need a fencing token.";
+    FencingTokenRequired, "FENCING_TOKEN_REQUIRED", "FencingTokenRequiredError", Service, "The key was written with a fencing token: writes and deletes need one at least as new (to clean up, delete it with its current version as the token).";
     FencingTokenSkew, "FENCING_TOKEN_SKEW", "FencingTokenSkewError", Service, "The fencing token is too far ahead of the service's clock.";
     FencingTokenLowerVersion, "FENCING_TOKEN_LOWER_VERSION", "FencingTokenLowerVersionError", Service, "The fencing token is older than the key's: a newer holder has written.";
     QuotaExceeded, "QUOTA_EXCEEDED", "QuotaExceededError", Service, "The state store's key quota is exhausted.";
@@ -413,5 +413,23 @@ mod tests {
         );
         assert!(Error::ConnectionLost.outcome_unknown());
         assert!(!Error::Closed.outcome_unknown());
+    }
+
+    #[test]
+    fn a_fenced_key_refusal_says_why_and_how_to_clean_up() {
+        let msg = Error::Service(ServiceError::FencingTokenRequired).to_string();
+        // The service's own words, then why the key stays fenced and the two ways out: the
+        // lock's token, or a delete with the key's current version as the token.
+        for expected in [
+            "a fencing token is required for this request",
+            "written with a fencing token",
+            "at least as new",
+            "lock's current token",
+            "read its current version with GET and delete it with that version",
+        ] {
+            assert!(msg.contains(expected), "{expected:?} in {msg:?}");
+        }
+        let description = ErrorCode::FencingTokenRequired.description();
+        assert!(description.contains("current version"), "{description}");
     }
 }

@@ -147,6 +147,22 @@ for (const [flavour, make] of Object.entries(flavours)) {
       await op.release(guard)
     })
 
+    test('a key left fenced by a released lock is cleaned up as the error says', T, async () => {
+      const op = make(client)
+      const key = unique('left-fenced')
+      const guard = await op.lock(unique('fence-lock'), { ttl: 10_000 })
+      await op.set(key, 'half-done', { fencingToken: guard.fencingToken })
+      await op.release(guard)
+      await assert.rejects(op.delete(key), (error) => {
+        assert.equal(error.code, ErrorCodes.FENCING_TOKEN_REQUIRED)
+        assert.match(error.message, /read its current version with GET and delete it with that version/)
+        return true
+      })
+      const value = await op.get(key)
+      assert.equal((await op.delete(key, { fencingToken: value.version })).deleted, true)
+      assert.equal((await op.set(key, 'fresh')).applied, true)
+    })
+
     test('observe: set, delete, unobserve ends the stream', T, async () => {
       const op = make(client)
       const key = unique('obs')

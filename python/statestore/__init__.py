@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _errors, _native
 from ._logging import TRACE, disable_logging, enable_logging  # first: its exit hook runs last
-from ._common import BytesLike, Condition
+from ._common import BytesLike, Condition, ConnectOptions, EnvOptions
 from ._errors import *  # noqa: F401,F403 - one class per core error code
 from ._errors import ServiceError, StateStoreError
 from ._native import AcquireResult, DeleteResult, Event, Loss, SetResult, Value, Version
@@ -53,6 +53,7 @@ __all__ = [
     "AsyncLockGuard",
     "AsyncObservation",
     "Election",
+    "EnvOptions",
     "Event",
     "Lease",
     "Lock",
@@ -62,6 +63,7 @@ __all__ = [
     "BytesLike",
     "Client",
     "Condition",
+    "ConnectOptions",
     "DeleteResult",
     "Seconds",
     "ServiceError",

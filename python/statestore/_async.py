@@ -7,11 +7,12 @@ import asyncio
 import datetime
 import inspect
 import types
-from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Generator, Optional, Type, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Generator, Generic, Optional, Type, TypeVar, Union
 
 from . import _native
 from ._aio import wait
 from ._common import (
+    _V,
     BytesLike,
     ClientBase,
     ElectionBase,
@@ -19,7 +20,6 @@ from ._common import (
     LockBase,
     LockGuardBase,
     awaitable,
-    optional,
     pop_guard,
     push_guard,
     wrapping,
@@ -29,16 +29,16 @@ from ._native import Event, Loss
 from ._timing import Seconds
 
 
-class AsyncObservation:
+class AsyncObservation(Generic[_V]):
     """The events of an observed key (or election). ``async for event in client.observe(key)``
     starts the observation on the first iteration; ``obs = await client.observe(key)`` starts it
     at once (so that no change made after the ``await`` is missed)."""
 
-    def __init__(self, start: Callable[[], "_native.Call[_native.Observation]"]) -> None:
-        self._start: Optional[Callable[[], "_native.Call[_native.Observation]"]] = start
-        self._native: Optional[_native.Observation] = None
+    def __init__(self, start: Callable[[], "_native.Call[_native.Observation[_V]]"]) -> None:
+        self._start: Optional[Callable[[], "_native.Call[_native.Observation[_V]]"]] = start
+        self._native: Optional[_native.Observation[_V]] = None
 
-    async def _started(self) -> _native.Observation:
+    async def _started(self) -> _native.Observation[_V]:
         if self._native is None:
             if self._start is None:
                 raise ClosedError("the observation has ended")
@@ -46,12 +46,12 @@ class AsyncObservation:
             self._native = await wait(start())
         return self._native
 
-    def __await__(self) -> Generator[Any, None, "AsyncObservation"]:
+    def __await__(self) -> Generator[Any, None, "AsyncObservation[_V]"]:
         yield from self._started().__await__()
         return self
 
     @property
-    def key(self) -> Any:
+    def key(self) -> Optional[_V]:
         """The observed key (``None`` until started)."""
         return None if self._native is None else self._native.key
 
@@ -59,7 +59,7 @@ class AsyncObservation:
     def closed(self) -> bool:
         return self._native is not None and self._native.closed
 
-    async def next(self, timeout: Optional[Seconds] = None) -> Optional[Event]:
+    async def next(self, timeout: Optional[Seconds] = None) -> Optional[Event[_V]]:
         """The next event; ``None`` if none came within ``timeout`` seconds; raises
         ``ClosedError`` once the observation has ended."""
         native = await self._started()
@@ -75,10 +75,10 @@ class AsyncObservation:
             raise ClosedError("the observation has ended")
         return event
 
-    def __aiter__(self) -> "AsyncObservation":
+    def __aiter__(self) -> "AsyncObservation[_V]":
         return self
 
-    async def __anext__(self) -> Event:
+    async def __anext__(self) -> Event[_V]:
         native = await self._started()
         event = await wait(native.next_call())
         if event is None:
@@ -91,7 +91,7 @@ class AsyncObservation:
         if self._native is not None:
             self._native.close()
 
-    async def __aenter__(self) -> "AsyncObservation":
+    async def __aenter__(self) -> "AsyncObservation[_V]":
         return await self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -107,11 +107,11 @@ class _AsyncLosable:
 
     _native: Any
 
-    async def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss]:
+    async def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss[Any]]:
         """Waits until the current holding (or leadership) is lost and says why; ``None`` if
         it was released (or resigned) instead, or never held; ``statestore.TimeoutError`` if
         still held after ``timeout``."""
-        stream: _native.Observation = self._native.loss_events()
+        stream: _native.Observation[Any] = self._native.loss_events()
         try:
             call = wait(stream.next_call())
             try:
@@ -123,7 +123,7 @@ class _AsyncLosable:
         return None if event is None else event.loss
 
 
-class AsyncLease(LeaseBase, _AsyncLosable):
+class AsyncLease(LeaseBase[_V], _AsyncLosable):
     """The asyncio twin of :class:`statestore.Lease`."""
 
     try_acquire = awaitable(LeaseBase._try_acquire)
@@ -133,29 +133,33 @@ class AsyncLease(LeaseBase, _AsyncLosable):
     holder = awaitable(LeaseBase._holder)
 
 
-class AsyncLockGuard(LockGuardBase, _AsyncLosable):
+class AsyncLockGuard(LockGuardBase[_V], _AsyncLosable):
     """The asyncio twin of :class:`statestore.LockGuard`."""
 
     renew = awaitable(LockGuardBase._renew)
     release = awaitable(LockGuardBase._release)
 
-    async def __aenter__(self) -> "AsyncLockGuard":
+    async def __aenter__(self) -> "AsyncLockGuard[_V]":
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.release()
 
 
-class AsyncLock(LockBase):
+class AsyncLock(LockBase[_V]):
     """``async with client.lock(name, ttl=10.0) as guard:`` waits for the lock and releases it."""
 
     acquire = awaitable(LockBase._acquire, AsyncLockGuard)
-    try_acquire = awaitable(LockBase._try_acquire, optional(AsyncLockGuard))
     holder = awaitable(LockBase._holder)
 
+    async def try_acquire(self) -> Optional[AsyncLockGuard[_V]]:
+        """One attempt: the guard, or ``None`` if someone else holds the lock."""
+        native = await wait(self._try_acquire())
+        return None if native is None else AsyncLockGuard(native)
+
     async def update(
-        self, key: BytesLike, fn: Callable[[Any], Union[Optional[BytesLike], Awaitable[Optional[BytesLike]]]]
-    ) -> Any:
+        self, key: BytesLike, fn: Callable[[Optional[_V]], Union[Optional[BytesLike], Awaitable[Optional[BytesLike]]]]
+    ) -> Optional[_V]:
         """Under the lock: reads ``key``, calls ``fn(old_value)`` (sync or async), writes the
         result with the fencing token (``None`` deletes), releases. Returns what was written."""
         txn = await wait(self._native.begin_update(key))
@@ -168,7 +172,7 @@ class AsyncLock(LockBase):
             raise
         return await wait(txn.commit(new))
 
-    async def __aenter__(self) -> AsyncLockGuard:
+    async def __aenter__(self) -> AsyncLockGuard[_V]:
         guard = await self.acquire()
         push_guard(self, guard)
         return guard
@@ -177,7 +181,7 @@ class AsyncLock(LockBase):
         await pop_guard(self).release()
 
 
-class AsyncElection(ElectionBase, _AsyncLosable):
+class AsyncElection(ElectionBase[_V], _AsyncLosable):
     """The asyncio twin of :class:`statestore.Election`."""
 
     campaign = awaitable(ElectionBase._campaign)
@@ -185,17 +189,19 @@ class AsyncElection(ElectionBase, _AsyncLosable):
     resign = awaitable(ElectionBase._resign)
     leader = awaitable(ElectionBase._leader)
 
-    def observe(self) -> AsyncObservation:
+    def observe(self) -> AsyncObservation[_V]:
         """Leadership changes (``async for``, or ``await`` to start at once)."""
         return AsyncObservation(self._native.observe)
 
 
-class AsyncClient(ClientBase["Coroutine[Any, Any, AsyncClient]"]):
+class AsyncClient(
+    ClientBase["Coroutine[Any, Any, AsyncClient[bytes]]", "Coroutine[Any, Any, AsyncClient[str]]", _V]
+):
     """An asyncio client of the state store. ``client = await AsyncClient.connect(...)``;
     ``async with client: ...`` closes it. Usable from several event loops and threads."""
 
     @classmethod
-    async def _complete(cls, start: "Callable[[], _native.Call[_native.Client]]") -> "AsyncClient":
+    async def _complete(cls, start: "Callable[[], _native.Call[Any]]") -> Any:
         return cls(await wait(start()))
 
     set = awaitable(ClientBase._set)
@@ -208,7 +214,7 @@ class AsyncClient(ClientBase["Coroutine[Any, Any, AsyncClient]"]):
     election = wrapping(ClientBase._election, AsyncElection)
     close = awaitable(ClientBase._close)
 
-    async def keys(self, pattern: BytesLike = "*") -> AsyncIterator[Any]:
+    async def keys(self, pattern: BytesLike = "*") -> AsyncIterator[_V]:
         """The keys matching ``pattern``, fetched page by page (``async for``).
 
         Patterns follow the service's dialect (the Rust glob crate's ``Pattern``): ``*``,
@@ -222,13 +228,13 @@ class AsyncClient(ClientBase["Coroutine[Any, Any, AsyncClient]"]):
             for key in page:
                 yield key
 
-    def observe(self, key: BytesLike) -> "AsyncObservation":
+    def observe(self, key: BytesLike) -> "AsyncObservation[_V]":
         """Observes ``key``: ``async for event in client.observe(key)``, or
         ``obs = await client.observe(key)`` to be registered before going on."""
         native = self._native
         return AsyncObservation(lambda: native.observe(key))
 
-    async def __aenter__(self) -> "AsyncClient":
+    async def __aenter__(self) -> "AsyncClient[_V]":
         return self
 
     async def __aexit__(

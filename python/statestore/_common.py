@@ -9,9 +9,26 @@ import contextvars
 import enum
 import functools
 import inspect
+import os
 import re
 import types
-from typing import TYPE_CHECKING, Any, Protocol, Callable, Coroutine, Dict, Generic, Optional, Tuple, Type, TypeVar, Union, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Coroutine,
+    Dict,
+    Generic,
+    Literal,
+    Optional,
+    Protocol,
+    Tuple,
+    Type,
+    TypedDict,
+    TypeVar,
+    Union,
+    overload,
+)
 
 from . import _native
 from ._aio import wait
@@ -20,14 +37,25 @@ from ._native import AcquireResult, DeleteResult, SetResult, Value, Version
 from ._timing import Seconds
 
 if TYPE_CHECKING:
-    from typing_extensions import ParamSpec
+    from typing_extensions import ParamSpec, Unpack
 
     _P = ParamSpec("_P")
 
 _T = TypeVar("_T")
 _N = TypeVar("_N")
-_R = TypeVar("_R")
+_RB = TypeVar("_RB")
+_RS = TypeVar("_RS")
 _W = TypeVar("_W")
+#: What a client returns for keys, values and names: ``bytes``, or ``str`` when connected with
+#: ``decode_responses=True`` (``Client[bytes]`` / ``Client[str]``; a bare ``Client`` is
+#: ``Client[bytes]``, as ``connect()`` gives). The default needs typing_extensions, which only
+#: type checkers load.
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _TypeVarWithDefault
+
+    _V = _TypeVarWithDefault("_V", bound=Union[bytes, str], default=bytes)
+else:
+    _V = TypeVar("_V", bound=Union[bytes, str])
 
 #: Keys and values: ``str`` (encoded as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``.
 BytesLike = Union[str, bytes, bytearray, memoryview]
@@ -43,11 +71,51 @@ class Condition(enum.Enum):
     NEX = "nex"
 
 
-def condition_name(condition: Union[Condition, str]) -> str:
+#: The condition names ``set`` also accepts in place of :class:`Condition`.
+_ConditionName = Union[
+    Literal["always"], Literal["nx"], Literal["nex"], Literal["ALWAYS"], Literal["NX"], Literal["NEX"]
+]
+
+_Path = Union[str, os.PathLike[str]]
+
+
+class ConnectOptions(TypedDict, total=False):
+    """The keyword arguments of ``connect`` after ``host`` and ``port`` (``None``: the default);
+    ``statestore.CONNECT_OPTIONS`` documents each."""
+
+    client_id: Optional[str]
+    keep_alive: Optional[Seconds]
+    session_expiry: Optional[Seconds]
+    clean_start: Optional[bool]
+    tls: Optional[bool]
+    ca_file: Optional[_Path]
+    cert_file: Optional[_Path]
+    key_file: Optional[_Path]
+    key_password_file: Optional[_Path]
+    username: Optional[str]
+    password: Optional[str]
+    password_file: Optional[_Path]
+    sat_token_file: Optional[_Path]
+    sat_check_interval: Optional[Seconds]
+    default_timeout: Optional[Seconds]
+    reconnect_initial_delay: Optional[Seconds]
+    reconnect_max_delay: Optional[Seconds]
+    max_packet_size: Optional[int]
+
+
+class EnvOptions(ConnectOptions, total=False):
+    """The keyword arguments of ``from_env``: they override the ``AIO_*`` variables."""
+
+    host: Optional[str]
+    port: Optional[int]
+
+
+def condition_name(condition: Union[Condition, str]) -> _ConditionName:
     if isinstance(condition, Condition):
         return condition.value
     if isinstance(condition, str):
-        return condition
+        # Any other name is refused by the native module with the names it accepts.
+        return condition  # type: ignore[return-value]
     raise TypeError(f"argument 'condition': expected statestore.Condition, got {type(condition).__name__}")
 
 
@@ -150,16 +218,6 @@ def wrapping(op: "Callable[_P, _N]", then: Callable[[_N], _T]) -> "Callable[_P, 
     return _published(run, op, then)  # type: ignore[no-any-return]
 
 
-def optional(wrap: Callable[[_N], _T]) -> Callable[[Optional[_N]], Optional[_T]]:
-    """``then`` for a call that gives a native object or ``None``."""
-
-    def then(native: Optional[_N]) -> Optional[_T]:
-        return None if native is None else wrap(native)
-
-    setattr(then, "returns", f"Optional[{getattr(wrap, '__name__', 'Any')}]")
-    return then
-
-
 class Native(Generic[_T]):
     """An attribute read from the native object (``self._native``); ``settable`` ones are
     written through to it."""
@@ -227,18 +285,39 @@ class ClosedOnExit:
 # --- the operations, once
 
 
-class ClientBase(Shared["_native.Client"], Generic[_R]):
-    """``_R``: what ``connect`` returns (the client, or a coroutine giving it)."""
+class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
+    """``_RB`` and ``_RS``: what ``connect`` returns without and with ``decode_responses``
+    (the client, or a coroutine giving it); ``_V``: ``bytes`` or ``str`` accordingly."""
 
-    def __init__(self, native: "_native.Client") -> None:
+    def __init__(self, native: "_native.Client[_V]") -> None:
         super().__init__(native)
         track(self)
 
     @classmethod
-    def _complete(cls, start: "Callable[[], _native.Call[_native.Client]]") -> _R:
+    def _complete(cls, start: "Callable[[], _native.Call[Any]]") -> Any:
         """The client from the connection ``start()`` makes (asyncio: started when awaited)."""
         raise NotImplementedError
 
+    @overload
+    @classmethod
+    def connect(
+        cls,
+        host: str = ...,
+        port: int = ...,
+        *,
+        decode_responses: Literal[False] = False,
+        **options: Unpack[ConnectOptions],
+    ) -> _RB: ...
+    @overload
+    @classmethod
+    def connect(
+        cls, host: str = ..., port: int = ..., *, decode_responses: Literal[True], **options: Unpack[ConnectOptions]
+    ) -> _RS: ...
+    @overload
+    @classmethod
+    def connect(
+        cls, host: str = ..., port: int = ..., *, decode_responses: bool, **options: Unpack[ConnectOptions]
+    ) -> Union[_RB, _RS]: ...
     @classmethod
     def connect(
         cls,
@@ -246,19 +325,29 @@ class ClientBase(Shared["_native.Client"], Generic[_R]):
         port: int = 1883,
         *,
         decode_responses: bool = False,
-        **options: Any,
-    ) -> _R:
+        **options: Unpack[ConnectOptions],
+    ) -> Union[_RB, _RS]:
         """Connects to the broker at ``host:port``. ``options`` are the connection settings
         (``client_id``, ``tls``, ``ca_file``, ``username``, ``password``, ``default_timeout``,
-        ...: see ``statestore.CONNECT_OPTIONS``); durations are seconds or ``timedelta``.
-        ``decode_responses=True`` returns values and keys as ``str``."""
-        return cls._complete(lambda: _native.Client.connect(host, port, options, decode_responses))
+        ...: see ``statestore.ConnectOptions`` and ``statestore.CONNECT_OPTIONS``); durations
+        are seconds or ``timedelta``. ``decode_responses=True`` returns values and keys as
+        ``str`` (a ``Client[str]``; otherwise ``bytes``, a ``Client[bytes]``)."""
+        return cls._complete(lambda: _native.Client.connect(host, port, options, decode_responses))  # type: ignore[no-any-return]
 
+    @overload
     @classmethod
-    def from_env(cls, *, decode_responses: bool = False, **options: Any) -> _R:
+    def from_env(cls, *, decode_responses: Literal[False] = False, **options: Unpack[EnvOptions]) -> _RB: ...
+    @overload
+    @classmethod
+    def from_env(cls, *, decode_responses: Literal[True], **options: Unpack[EnvOptions]) -> _RS: ...
+    @overload
+    @classmethod
+    def from_env(cls, *, decode_responses: bool, **options: Unpack[EnvOptions]) -> Union[_RB, _RS]: ...
+    @classmethod
+    def from_env(cls, *, decode_responses: bool = False, **options: Unpack[EnvOptions]) -> Union[_RB, _RS]:
         """Connects with the ``AIO_*`` environment variables of an Azure IoT Operations pod
         (then ``options`` override them)."""
-        return cls._complete(lambda: _native.Client.from_env(options, decode_responses))
+        return cls._complete(lambda: _native.Client.from_env(options, decode_responses))  # type: ignore[no-any-return]
 
     client_id: Native[str] = Native("The MQTT client id.")
     closed: Native[bool] = Native("Whether the client was closed.")
@@ -268,7 +357,7 @@ class ClientBase(Shared["_native.Client"], Generic[_R]):
         key: BytesLike,
         value: BytesLike,
         *,
-        condition: Union[Condition, str] = Condition.ALWAYS,
+        condition: Union[Condition, _ConditionName] = Condition.ALWAYS,
         expiry: Optional[Seconds] = None,
         fencing_token: Optional[Version] = None,
         persist: bool = False,
@@ -278,7 +367,7 @@ class ClientBase(Shared["_native.Client"], Generic[_R]):
         ``fencing_token`` for a fenced key, ``persist`` to survive a service restart."""
         return self._native.set(key, value, condition_name(condition), expiry, fencing_token, persist, timeout)
 
-    def _get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> _native.Call[Optional[Value]]:
+    def _get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> _native.Call[Optional[Value[_V]]]:
         """The key's value and version, or ``None`` if it does not exist."""
         return self._native.get(key, timeout)
 
@@ -305,17 +394,17 @@ class ClientBase(Shared["_native.Client"], Generic[_R]):
 
     def _lock(
         self, name: BytesLike, ttl: Seconds = 10.0, *, timeout: Optional[Seconds] = None, auto_renew: bool = True
-    ) -> _native.Lock:
+    ) -> _native.Lock[_V]:
         """A lock named ``name`` held for ``ttl`` (renewed automatically while held).
         ``with client.lock(name) as guard:`` (asyncio: ``async with``) waits (up to ``timeout``)
         and releases."""
         return _native.Lock(self._native, name, ttl, timeout, auto_renew)
 
-    def _lease(self, key: BytesLike, holder: BytesLike, *, auto_renew: bool = False) -> _native.Lease:
+    def _lease(self, key: BytesLike, holder: BytesLike, *, auto_renew: bool = False) -> _native.Lease[_V]:
         """A lease on ``key`` for the holder name ``holder`` (unique per holder)."""
         return _native.Lease(self._native, key, holder, auto_renew)
 
-    def _election(self, name: BytesLike, candidate: BytesLike, ttl: Seconds = 10.0) -> _native.Election:
+    def _election(self, name: BytesLike, candidate: BytesLike, ttl: Seconds = 10.0) -> _native.Election[_V]:
         """Leader election ``name`` with this client as ``candidate`` (a unique name)."""
         return _native.Election(self._native, name, candidate, ttl)
 
@@ -330,8 +419,6 @@ class ClientBase(Shared["_native.Client"], Generic[_R]):
 class _Holding(Protocol):
     @property
     def held(self) -> bool: ...
-    @property
-    def holder_name(self) -> Any: ...
     def renew(self) -> _native.Call[None]: ...
 
 
@@ -341,26 +428,21 @@ _H = TypeVar("_H", bound=_Holding)
 class HoldingBase(Shared[_H]):
     """What a lease and a held lock share."""
 
-    holder_name: Native[Any] = Native()
     held: Native[bool] = Native("Whether it is held now.")
 
     def _renew(self) -> _native.Call[None]:
         return self._native.renew()
 
 
-def _holder(self: Shared["_native.Lease | _native.Lock"]) -> _native.Call[Any]:
-    """The current holder name on the service (``None``: free)."""
-    return self._native.holder()
-
-
-class LeaseBase(HoldingBase["_native.Lease"]):
-    key: Native[Any] = Native()
+class LeaseBase(HoldingBase["_native.Lease[_V]"], Generic[_V]):
+    key: Native[_V] = Native()
+    holder_name: Native[_V] = Native()
     fencing_token: Native[Optional[Version]] = Native("The current holding's fencing token.")
-    state: Native[str] = Native('``"not_held"``, ``"held"`` or ``"lost"``.')
-    loss: Native[Optional[_native.Loss]] = Native('Why the last holding was lost (state ``"lost"``).')
+    state: Native[Literal["not_held", "held", "lost"]] = Native('``"not_held"``, ``"held"`` or ``"lost"``.')
+    loss: Native[Optional["_native.Loss[_V]"]] = Native('Why the last holding was lost (state ``"lost"``).')
     auto_renew: Native[bool] = Native(settable=True)
 
-    def _try_acquire(self, ttl: Seconds) -> _native.Call[AcquireResult]:
+    def _try_acquire(self, ttl: Seconds) -> _native.Call[AcquireResult[_V]]:
         """One attempt: ``AcquireResult(acquired, fencing_token, holder)``."""
         return self._native.try_acquire(ttl)
 
@@ -372,36 +454,41 @@ class LeaseBase(HoldingBase["_native.Lease"]):
         """Releases the lease; ``True`` if the key was deleted."""
         return self._native.release()
 
-    _holder = _holder
+    def _holder(self) -> _native.Call[Optional[_V]]:
+        """The current holder name on the service (``None``: free)."""
+        return self._native.holder()
 
 
-class LockGuardBase(HoldingBase["_native.LockGuard"]):
+class LockGuardBase(HoldingBase["_native.LockGuard[_V]"], Generic[_V]):
     fencing_token: Native[Version] = Native()
-    name: Native[Any] = Native()
+    name: Native[_V] = Native()
+    holder_name: Native[_V] = Native()
 
     def _release(self) -> _native.Call[None]:
         """Releases the lock (idempotent)."""
         return self._native.release()
 
 
-class LockBase(Shared["_native.Lock"]):
-    name: Native[Any] = Native()
+class LockBase(Shared["_native.Lock[_V]"], Generic[_V]):
+    name: Native[_V] = Native()
     ttl: Native[float] = Native()
 
-    def _acquire(self) -> _native.Call[_native.LockGuard]:
+    def _acquire(self) -> _native.Call[_native.LockGuard[_V]]:
         """Waits for the lock (up to the lock's ``timeout``, if any)."""
         return self._native.lock()
 
-    def _try_acquire(self) -> _native.Call[Optional[_native.LockGuard]]:
+    def _try_acquire(self) -> _native.Call[Optional[_native.LockGuard[_V]]]:
         """One attempt: the guard, or ``None`` if someone else holds the lock."""
         return self._native.try_lock()
 
-    _holder = _holder
+    def _holder(self) -> _native.Call[Optional[_V]]:
+        """The current holder name on the service (``None``: free)."""
+        return self._native.holder()
 
 
-class ElectionBase(Shared["_native.Election"]):
-    name: Native[Any] = Native()
-    candidate: Native[Any] = Native()
+class ElectionBase(Shared["_native.Election[_V]"], Generic[_V]):
+    name: Native[_V] = Native()
+    candidate: Native[_V] = Native()
     is_leader: Native[bool] = Native()
     fencing_token: Native[Optional[Version]] = Native()
 
@@ -409,15 +496,15 @@ class ElectionBase(Shared["_native.Election"]):
         """Waits until elected (renewed automatically while leader); the fencing token."""
         return self._native.campaign(timeout)
 
-    def _try_campaign(self) -> _native.Call[AcquireResult]:
+    def _try_campaign(self) -> _native.Call[AcquireResult[_V]]:
         return self._native.try_campaign()
 
     def _resign(self) -> _native.Call[None]:
         return self._native.resign()
 
-    def _leader(self) -> _native.Call[Any]:
+    def _leader(self) -> _native.Call[Optional[_V]]:
         """The current leader's name (``None``: vacant)."""
         return self._native.leader()
 
 
-__all__ = ["BytesLike", "Condition", "Version"]
+__all__ = ["BytesLike", "Condition", "ConnectOptions", "EnvOptions", "Version"]

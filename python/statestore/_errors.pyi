@@ -60,7 +60,7 @@ class TimestampSkewError(ServiceError):
     """The request's timestamp is too far ahead of the service's clock."""
 
 class FencingTokenRequiredError(ServiceError):
-    """The key is fenced: writes need a fencing token."""
+    """The key was written with a fencing token: writes and deletes need one at least as new (to clean up, delete it with its current version as the token)."""
 
 class FencingTokenSkewError(ServiceError):
     """The fencing token is too far ahead of the service's clock."""

@@ -3,10 +3,11 @@ can be interrupted with Ctrl-C). The operations themselves are in ``_common``.""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Generic, Iterator, Optional, TypeVar, Union
 
 from . import _native
 from ._common import (
+    _V,
     BytesLike,
     ClientBase,
     ClosedOnExit,
@@ -17,7 +18,6 @@ from ._common import (
     Native,
     Shared,
     blocking,
-    optional,
     pop_guard,
     push_guard,
     wrapping,
@@ -27,22 +27,22 @@ from ._native import Event, Loss
 from ._timing import Seconds
 
 
-class Observation(Shared["_native.Observation"]):
+class Observation(Shared["_native.Observation[_V]"], Generic[_V]):
     """The events of an observed key (or election): a blocking iterator. ``for event in obs``
     ends when the observation is closed (``close()``, ``unobserve``, client closed)."""
 
-    key: Native[Any] = Native("The observed key.")
+    key: Native[_V] = Native("The observed key.")
     closed: Native[bool] = Native("Whether the observation has ended.")
 
-    def next(self, timeout: Optional[Seconds] = None) -> Optional[Event]:
+    def next(self, timeout: Optional[Seconds] = None) -> Optional[Event[_V]]:
         """The next event; ``None`` if none came within ``timeout`` seconds; raises
         ``ClosedError`` once the observation has ended."""
         return self._native.next(timeout)
 
-    def __iter__(self) -> Iterator[Event]:
+    def __iter__(self) -> Iterator[Event[_V]]:
         return self
 
-    def __next__(self) -> Event:
+    def __next__(self) -> Event[_V]:
         try:
             event = self._native.next(None)
         except ClosedError:
@@ -54,7 +54,7 @@ class Observation(Shared["_native.Observation"]):
         """Stops the observation."""
         self._native.close()
 
-    def __enter__(self) -> "Observation":
+    def __enter__(self) -> "Observation[_V]":
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -66,11 +66,11 @@ class _Losable:
 
     _native: Any
 
-    def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss]:
+    def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss[Any]]:
         """Waits until the current holding (or leadership) is lost and says why; ``None`` if
         it was released (or resigned) instead, or never held; ``statestore.TimeoutError`` if
         still held after ``timeout``."""
-        stream: _native.Observation = self._native.loss_events()
+        stream: _native.Observation[Any] = self._native.loss_events()
         try:
             event = stream.next(timeout)
         except ClosedError:  # released (or never held), not lost
@@ -82,7 +82,7 @@ class _Losable:
         return event.loss
 
 
-class Lease(LeaseBase, _Losable):
+class Lease(LeaseBase[_V], _Losable):
     """A lease on ``key`` under the holder name ``holder`` (see :meth:`Client.lease`)."""
 
     try_acquire = blocking(LeaseBase._try_acquire)
@@ -92,27 +92,31 @@ class Lease(LeaseBase, _Losable):
     holder = blocking(LeaseBase._holder)
 
 
-class LockGuard(LockGuardBase, _Losable):
+class LockGuard(LockGuardBase[_V], _Losable):
     """A held lock: ``fencing_token`` protects the writes made under it."""
 
     renew = blocking(LockGuardBase._renew)
     release = blocking(LockGuardBase._release)
 
-    def __enter__(self) -> "LockGuard":
+    def __enter__(self) -> "LockGuard[_V]":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
 
 
-class Lock(LockBase):
+class Lock(LockBase[_V]):
     """A lock. ``with client.lock(name, ttl=10.0) as guard:`` waits for it and releases it."""
 
     acquire = blocking(LockBase._acquire, LockGuard)
-    try_acquire = blocking(LockBase._try_acquire, optional(LockGuard))
     holder = blocking(LockBase._holder)
 
-    def update(self, key: BytesLike, fn: Callable[[Any], Optional[BytesLike]]) -> Any:
+    def try_acquire(self) -> Optional[LockGuard[_V]]:
+        """One attempt: the guard, or ``None`` if someone else holds the lock."""
+        native = self._try_acquire().wait()
+        return None if native is None else LockGuard(native)
+
+    def update(self, key: BytesLike, fn: Callable[[Optional[_V]], Optional[BytesLike]]) -> Optional[_V]:
         """Under the lock: reads ``key``, calls ``fn(old_value)`` (``None`` if absent), writes
         its result with the fencing token (``None`` deletes the key), releases. Returns what
         was written."""
@@ -124,7 +128,7 @@ class Lock(LockBase):
             raise
         return txn.commit(new).wait()
 
-    def __enter__(self) -> LockGuard:
+    def __enter__(self) -> LockGuard[_V]:
         guard = self.acquire()
         push_guard(self, guard)
         return guard
@@ -133,7 +137,7 @@ class Lock(LockBase):
         pop_guard(self).release()
 
 
-class Election(ElectionBase, _Losable):
+class Election(ElectionBase[_V], _Losable):
     """Leader election among candidates (see :meth:`Client.election`)."""
 
     campaign = blocking(ElectionBase._campaign)
@@ -141,18 +145,18 @@ class Election(ElectionBase, _Losable):
     resign = blocking(ElectionBase._resign)
     leader = blocking(ElectionBase._leader)
 
-    def observe(self) -> Observation:
+    def observe(self) -> Observation[_V]:
         """Leadership changes: ``elected`` (``event.holder``) and ``vacant`` events."""
         return Observation(self._native.observe().wait())
 
 
-class Client(ClientBase["Client"], ClosedOnExit):
+class Client(ClientBase["Client[bytes]", "Client[str]", _V], ClosedOnExit):
     """A blocking client of the state store (one MQTT connection, safe to share between
     threads). Create it with :meth:`connect` or :meth:`from_env`; close it with :meth:`close`
     or a ``with`` block."""
 
     @classmethod
-    def _complete(cls, start: "Callable[[], _native.Call[_native.Client]]") -> "Client":
+    def _complete(cls, start: "Callable[[], _native.Call[Any]]") -> Any:
         return cls(start().wait())
 
     set = blocking(ClientBase._set)
@@ -165,7 +169,7 @@ class Client(ClientBase["Client"], ClosedOnExit):
     election = wrapping(ClientBase._election, Election)
     close = blocking(ClientBase._close)
 
-    def keys(self, pattern: BytesLike = "*") -> Iterator[Any]:
+    def keys(self, pattern: BytesLike = "*") -> Iterator[_V]:
         """The keys matching ``pattern``, fetched page by page.
 
         Patterns follow the service's dialect (the Rust glob crate's ``Pattern``): ``*``,
@@ -178,7 +182,7 @@ class Client(ClientBase["Client"], ClosedOnExit):
                 return
             yield from page
 
-    def observe(self, key: BytesLike) -> "Observation":
+    def observe(self, key: BytesLike) -> "Observation[_V]":
         """Observes ``key``: an iterator of events (``set``, ``delete``, and ``resynced``
         after a reconnect). Close it (or leave the ``with`` block) to stop."""
         return Observation(self._native.observe(key).wait())

@@ -14,7 +14,10 @@ As a pytest fixture (this module is a pytest plugin once the extra is installed)
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Optional, Union, overload
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 try:
     import statestore_testing as _server
@@ -25,7 +28,7 @@ except ImportError as _missing:  # the extra is not installed
         name=__name__,
     ) from _missing
 
-from ._common import ClosedOnExit
+from ._common import ClosedOnExit, ConnectOptions
 from ._async import AsyncClient
 from ._sync import Client
 
@@ -61,13 +64,25 @@ class LocalStateStore(ClosedOnExit):
         """The port clients connect to (a free one when started with port 0)."""
         return self._server.port
 
-    def client(self, **options: Any) -> Client:
-        """A blocking client connected to this store."""
-        return Client.connect(self.host, self.port, **options)
+    @overload
+    def client(self, *, decode_responses: Literal[False] = False, **options: Unpack[ConnectOptions]) -> Client[bytes]: ...
+    @overload
+    def client(self, *, decode_responses: Literal[True], **options: Unpack[ConnectOptions]) -> Client[str]: ...
+    def client(self, *, decode_responses: bool = False, **options: Unpack[ConnectOptions]) -> Client[Any]:
+        """A blocking client connected to this store (``Client.connect``'s keywords)."""
+        return Client.connect(self.host, self.port, decode_responses=decode_responses, **options)
 
-    async def async_client(self, **options: Any) -> AsyncClient:
-        """An asyncio client connected to this store."""
-        return await AsyncClient.connect(self.host, self.port, **options)
+    @overload
+    async def async_client(
+        self, *, decode_responses: Literal[False] = False, **options: Unpack[ConnectOptions]
+    ) -> AsyncClient[bytes]: ...
+    @overload
+    async def async_client(
+        self, *, decode_responses: Literal[True], **options: Unpack[ConnectOptions]
+    ) -> AsyncClient[str]: ...
+    async def async_client(self, *, decode_responses: bool = False, **options: Unpack[ConnectOptions]) -> AsyncClient[Any]:
+        """An asyncio client connected to this store (``AsyncClient.connect``'s keywords)."""
+        return await AsyncClient.connect(self.host, self.port, decode_responses=decode_responses, **options)
 
     def stop(self) -> None:
         """Stops the store (idempotent)."""

@@ -83,6 +83,19 @@ def test_fencing_and_persist(client: Client, key: str) -> None:
     assert client.delete(key, fencing_token=str(token)).deleted
 
 
+def test_a_key_left_fenced_by_a_released_lock_is_cleaned_up_as_the_error_says(client: Client, key: str) -> None:
+    with client.lock(key + "/lock", ttl=10.0) as guard:
+        client.set(key, "half-done", fencing_token=guard.fencing_token)
+    # The lock is gone; the key is still fenced, and the error says how to clean it up.
+    with pytest.raises(statestore.FencingTokenRequiredError) as info:
+        client.delete(key)
+    assert "read its current version with GET and delete it with that version" in str(info.value)
+    value = client.get(key)
+    assert value is not None and value.version is not None
+    assert client.delete(key, fencing_token=value.version).deleted
+    assert client.set(key, "fresh").applied  # an ordinary key again
+
+
 def test_keys(client: Client, key: str) -> None:
     for i in range(30):
         client.set(f"{key}:{i:02}", "x")

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use statestore::{DeleteOptions, DeleteOutcome, DeleteResult, SetCondition, SetOptions};
+use statestore::{
+    DeleteOptions, DeleteOutcome, DeleteResult, Error, ServiceError, SetCondition, SetOptions,
+};
 
 use super::{closing, connect};
 use crate::args::{DeleteArgs, GetArgs, SetArgs, VdelArgs};
@@ -51,7 +53,7 @@ pub async fn set(args: SetArgs) -> Result<(), Failure> {
     options.fencing_token = args.fencing_token;
     let client = connect(&args.connection).await?;
     let result = client.set(key.clone(), value, options).await;
-    let result = closing(client, result.map_err(Failure::from)).await?;
+    let result = closing(client, result.map_err(|e| write_failure(&key, e))).await?;
     if args.json {
         let mut object = Object::new();
         object.insert("applied".into(), result.applied.into());
@@ -80,7 +82,7 @@ pub async fn delete(args: DeleteArgs) -> Result<(), Failure> {
     let options = delete_options(args.fencing_token);
     let client = connect(&args.connection).await?;
     let result = client.delete(key.clone(), options).await;
-    let result = closing(client, result.map_err(Failure::from)).await?;
+    let result = closing(client, result.map_err(|e| write_failure(&key, e))).await?;
     report_delete(&key, &result, args.json)
 }
 
@@ -91,8 +93,23 @@ pub async fn vdel(args: VdelArgs) -> Result<(), Failure> {
     let options = delete_options(args.fencing_token);
     let client = connect(&args.connection).await?;
     let result = client.vdel(key.clone(), value, options).await;
-    let result = closing(client, result.map_err(Failure::from)).await?;
+    let result = closing(client, result.map_err(|e| write_failure(&key, e))).await?;
     report_delete(&key, &result, args.json)
+}
+
+/// A write's error as a failure. The library's message for a fenced key says what to do in
+/// any language; here it also names the key and the commands of this tool that do it.
+fn write_failure(key: &[u8], error: Error) -> Failure {
+    if !matches!(error, Error::Service(ServiceError::FencingTokenRequired)) {
+        return Failure::from(error);
+    }
+    let key = quoted(key);
+    let mut failure = Failure::from(error).context(format_args!("key {key}"));
+    failure.message.push_str(&format!(
+        "; with this tool: token=$(statestore get {key} --version-only) && \
+         statestore delete {key} --fencing-token \"$token\""
+    ));
+    failure
 }
 
 fn delete_options(fencing_token: Option<statestore::Hlc>) -> DeleteOptions {

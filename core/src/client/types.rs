@@ -36,6 +36,12 @@ impl SetOptions {
     }
 
     /// Sets the fencing token.
+    ///
+    /// The key stays fenced from then on, until it is deleted or expires: every later write
+    /// or delete of it needs a token at least as new ([`ServiceError::FencingTokenRequired`]
+    /// otherwise, also after the lock is gone).
+    ///
+    /// [`ServiceError::FencingTokenRequired`]: crate::ServiceError::FencingTokenRequired
     pub fn fencing_token(mut self, token: Hlc) -> Self {
         self.fencing_token = Some(token);
         self
@@ -65,7 +71,10 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
-    /// Sets the fencing token.
+    /// Sets the fencing token, needed to delete a key written with one. A key whose lock is
+    /// gone is deleted with its current version (from [`Client::get`]) as the token.
+    ///
+    /// [`Client::get`]: crate::Client::get
     pub fn fencing_token(mut self, token: Hlc) -> Self {
         self.fencing_token = Some(token);
         self

@@ -21,6 +21,12 @@ use crate::{Error, Result};
 /// guards never share the lock, even within one client. A `Lock` is a cheap description
 /// (clone it freely); it holds nothing itself.
 ///
+/// A key written with the fencing token stays fenced after the lock is released or lost:
+/// writes and deletes without a token at least as new fail with
+/// [`ServiceError::FencingTokenRequired`](crate::ServiceError::FencingTokenRequired). Clean up
+/// such a key by deleting it with its current version as the token
+/// ([`DeleteOptions::fencing_token`](crate::DeleteOptions::fencing_token)).
+///
 /// ```no_run
 /// use std::time::Duration;
 /// use statestore::lease::Lock;

@@ -14,6 +14,11 @@ pub enum ServiceError {
     /// `__ts` is more than the maximum clock skew ahead of the service's clock.
     TimestampSkew,
     /// The key is fenced and the request carried no `__ft`.
+    ///
+    /// A key is fenced from the first SET that carried a fencing token until it is deleted
+    /// (or expires): the service then refuses every SET, DEL and VDEL of it without a token
+    /// at least as new as the stored one, even after the lock that issued the token is gone.
+    /// To clean such a key up, delete it with its current version (from GET) as the token.
     FencingTokenRequired,
     /// `__ft` is more than the maximum clock skew ahead of the service's clock.
     FencingTokenSkew,
@@ -93,7 +98,10 @@ impl ServiceError {
                 "synchronise the client's clock with the broker's (NTP)"
             }
             Self::FencingTokenRequired => {
-                "the key is protected by a fencing token: pass the lock's token with the request"
+                "the key was written with a fencing token, and every later SET, DEL or VDEL of \
+                 it must carry one at least as new: pass the lock's current token; to clean up \
+                 a key whose lock is gone, read its current version with GET and delete it \
+                 with that version as the fencing token"
             }
             Self::FencingTokenLowerVersion => {
                 "another holder has taken the lock since this token was issued: re-acquire the lock"

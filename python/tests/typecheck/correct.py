@@ -1,0 +1,78 @@
+"""Correct uses of the published types: ``mypy --strict`` must accept every line
+(``tests/test_types.py``). Never run, only type-checked."""
+
+from __future__ import annotations
+
+import datetime
+from typing import List, Literal, Optional
+
+from typing_extensions import assert_type
+
+import statestore
+from statestore import Condition, DeleteResult, Event, Version
+
+
+def blocking(host: str, port: int) -> None:
+    client = statestore.Client.connect(
+        host, port, client_id="me", keep_alive=30, default_timeout=datetime.timedelta(seconds=5), tls=False
+    )
+    assert_type(client, statestore.Client[bytes])
+    plain: statestore.Client = client  # a bare Client is a bytes client
+    value = plain.get("k")
+    assert_type(value, Optional[statestore.Value[bytes]])
+    if value is not None:
+        assert_type(value.value, bytes)
+        assert_type(value.version, Optional[Version])
+    assert_type(list(client.keys("user:*")), List[bytes])
+    client.set("k", "v", condition="nx", expiry=1.5)
+    client.set("k", b"v", condition=Condition.NEX, fencing_token=None, persist=True, timeout=2)
+    client.set("k", "v", condition="NX")
+    result: DeleteResult = client.delete("k")
+    assert_type(result.outcome, Literal["deleted", "not_found", "value_mismatch"])
+    with client.observe("k") as changes:
+        for event in changes:
+            assert_type(event, Event[bytes])
+            if event.kind == "set" and event.value is not None:
+                assert_type(event.value, bytes)
+    lock = client.lock("locks/a", 10.0)
+    with lock as guard:
+        assert_type(guard.name, bytes)
+        client.set("k", "v", fencing_token=guard.fencing_token)
+    assert_type(lock.holder(), Optional[bytes])
+    written = lock.update("counter", lambda old: b"1" if old is None else old + b"1")
+    assert_type(written, Optional[bytes])
+    lease = client.lease("lease/a", "me")
+    if lease.state == "lost" and lease.loss is not None:
+        assert_type(lease.loss.reason, Literal["expired", "taken_over", "client_closed"])
+
+    text = statestore.Client.connect(host, port, decode_responses=True)
+    assert_type(text, statestore.Client[str])
+    got = text.get("k")
+    if got is not None:
+        assert_type(got.value, str)
+    assert_type(next(text.keys()), str)
+    assert_type(text.election("e", "me").leader(), Optional[str])
+
+    either = statestore.Client.connect(host, port, decode_responses=bool(port))
+    either.close()
+    env = statestore.Client.from_env(host="broker", port=8883, ca_file="/etc/ca.pem")
+    assert_type(env, statestore.Client[bytes])
+
+
+async def asynchronous(host: str, port: int) -> None:
+    client = await statestore.AsyncClient.connect(host, port, reconnect_max_delay=10)
+    assert_type(client, statestore.AsyncClient[bytes])
+    value = await client.get("k")
+    if value is not None:
+        assert_type(value.value, bytes)
+    async for key in client.keys():
+        assert_type(key, bytes)
+    text = await statestore.AsyncClient.connect(host, port, decode_responses=True)
+    async for name in text.keys():
+        assert_type(name, str)
+    async with text.observe("k") as changes:
+        async for event in changes:
+            assert_type(event.key, str)
+    guard = await text.lock("locks/a").try_acquire()
+    if guard is not None:
+        assert_type(guard.holder_name, str)

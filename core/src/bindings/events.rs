@@ -341,6 +341,32 @@ impl EventStream {
         }
     }
 
+    /// [`EventStream::next_timeout`] that calls `check` on the waiting thread every `every`
+    /// while it waits: if `check` fails, the wait ends with that error (the stream stays as it
+    /// was). For hosts whose waiting thread must notice something only it can see.
+    pub fn next_checked(
+        &self,
+        timeout: Option<Duration>,
+        every: Duration,
+        check: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<Event>> {
+        // A limit too far away to be a point in time is no limit.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        loop {
+            let slice = match deadline {
+                Some(deadline) => every.min(deadline.saturating_duration_since(Instant::now())),
+                None => every,
+            };
+            if let Some(event) = self.next_timeout(Some(slice))? {
+                return Ok(Some(event));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            check()?;
+        }
+    }
+
     /// The next event; `None` once the stream has ended and its events are consumed.
     pub async fn next(&self) -> Option<Event> {
         loop {

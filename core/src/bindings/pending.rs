@@ -250,13 +250,29 @@ impl<T: Send + 'static> Pending<T> {
     ///
     /// Fails with [`Error::Runtime`] where blocking is refused (see [`crate::runtime`]) and in
     /// a forked child for a call of the parent.
-    pub fn wait(mut self) -> Result<T> {
+    pub fn wait(self) -> Result<T> {
+        self.wait_inner(None)
+    }
+
+    /// [`Pending::wait`] that calls `check` on the waiting thread every `every` while the call
+    /// runs: if `check` fails, the call is cancelled (its future dropped) and that error is
+    /// returned. For hosts whose waiting thread must notice something only it can see (a
+    /// signal to handle, its environment being torn down).
+    pub fn wait_checked(
+        self,
+        every: Duration,
+        check: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<T> {
+        self.wait_inner(Some((every, check)))
+    }
+
+    fn wait_inner(mut self, check: Option<(Duration, &mut dyn FnMut() -> Result<()>)>) -> Result<T> {
         self.check_waitable()?;
         let Some(mut call) = self.call.take() else {
-            return self.wait_started();
+            return self.wait_started(check);
         };
         let slot = self.slot.clone();
-        runtime::block_on(std::future::poll_fn(move |cx| {
+        let work = std::future::poll_fn(move |cx| {
             // A cancellation from another thread completes the slot and wakes this poll.
             if let Poll::Ready(result) = slot.poll_result(cx) {
                 return Poll::Ready(result);
@@ -272,20 +288,50 @@ impl<T: Send + 'static> Pending<T> {
                     slot.poll_result(cx)
                 }
             }
-        }))?
+        });
+        let Some((every, check)) = check else {
+            return runtime::block_on(work)?;
+        };
+        let outcome = runtime::block_on(async move {
+            let mut work = std::pin::pin!(work);
+            loop {
+                tokio::select! {
+                    result = &mut work => return Ok(result),
+                    () = tokio::time::sleep(every) => check()?,
+                }
+            }
+        })?;
+        outcome.unwrap_or_else(|stopped| {
+            // The call's future was dropped with the wait: it completes as cancelled.
+            self.slot.cancel();
+            Err(stopped)
+        })
     }
 
-    fn wait_started(self) -> Result<T> {
+    fn wait_started(self, mut check: Option<(Duration, &mut dyn FnMut() -> Result<()>)>) -> Result<T> {
         let mut state = self.slot.lock();
         loop {
             if let Some(result) = Slot::take(&mut state) {
                 return result;
             }
-            state = self
-                .slot
-                .done
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+            state = match check.as_mut() {
+                None => self.slot.done.wait(state).unwrap_or_else(|e| e.into_inner()),
+                Some((every, check)) => {
+                    let (state, waited) = self
+                        .slot
+                        .done
+                        .wait_timeout(state, *every)
+                        .unwrap_or_else(|e| e.into_inner());
+                    if waited.timed_out() {
+                        if let Err(error) = check() {
+                            drop(state);
+                            self.slot.cancel();
+                            return Err(error);
+                        }
+                    }
+                    state
+                }
+            };
         }
     }
 

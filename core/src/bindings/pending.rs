@@ -258,15 +258,14 @@ impl<T: Send + 'static> Pending<T> {
     /// runs: if `check` fails, the call is cancelled (its future dropped) and that error is
     /// returned. For hosts whose waiting thread must notice something only it can see (a
     /// signal to handle, its environment being torn down).
-    pub fn wait_checked(
-        self,
-        every: Duration,
-        check: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<T> {
+    pub fn wait_checked(self, every: Duration, check: &mut dyn FnMut() -> Result<()>) -> Result<T> {
         self.wait_inner(Some((every, check)))
     }
 
-    fn wait_inner(mut self, check: Option<(Duration, &mut dyn FnMut() -> Result<()>)>) -> Result<T> {
+    fn wait_inner(
+        mut self,
+        check: Option<(Duration, &mut dyn FnMut() -> Result<()>)>,
+    ) -> Result<T> {
         self.check_waitable()?;
         let Some(mut call) = self.call.take() else {
             return self.wait_started(check);
@@ -308,14 +307,21 @@ impl<T: Send + 'static> Pending<T> {
         })
     }
 
-    fn wait_started(self, mut check: Option<(Duration, &mut dyn FnMut() -> Result<()>)>) -> Result<T> {
+    fn wait_started(
+        self,
+        mut check: Option<(Duration, &mut dyn FnMut() -> Result<()>)>,
+    ) -> Result<T> {
         let mut state = self.slot.lock();
         loop {
             if let Some(result) = Slot::take(&mut state) {
                 return result;
             }
             state = match check.as_mut() {
-                None => self.slot.done.wait(state).unwrap_or_else(|e| e.into_inner()),
+                None => self
+                    .slot
+                    .done
+                    .wait(state)
+                    .unwrap_or_else(|e| e.into_inner()),
                 Some((every, check)) => {
                     let (state, waited) = self
                         .slot

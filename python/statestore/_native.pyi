@@ -30,6 +30,7 @@ __all__ = [
     "Version",
     "__version__",
     "_set_error_factory",
+    "check_text",
     "connect_options",
     "error_codes",
     "exiting",

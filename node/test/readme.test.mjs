@@ -11,7 +11,7 @@ import { test } from 'node:test'
 import { deadline, repo } from './helpers.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const READMES = ['README.md', 'node/README.md']
+const READMES = ['README.md', 'node/README.md', 'node/testing/README.md']
 
 /** The fenced blocks of `language` in a Markdown file: [{ line, code }]. */
 function blocks(file, language) {

@@ -13,7 +13,7 @@ from typing import List, Tuple
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-READMES = ["README.md", "python/README.md"]
+READMES = ["README.md", "python/README.md", "python/testing/README.md"]
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 
 

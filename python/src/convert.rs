@@ -92,14 +92,20 @@ impl std::fmt::Display for Version {
     }
 }
 
+impl Version {
+    fn parse(text: &str) -> PyResult<Self> {
+        text.parse::<Hlc>()
+            .map(Version)
+            .map_err(|e| PyValueError::new_err(format!("not a version: {text:?}: {e}")))
+    }
+}
+
 #[pymethods]
 impl Version {
     /// Parses the text form (`wallMs:counter:node`).
     #[new]
-    fn new(text: &str) -> PyResult<Self> {
-        text.parse::<Hlc>()
-            .map(Version)
-            .map_err(|e| PyValueError::new_err(format!("not a version: {text:?}: {e}")))
+    fn new(text: &Bound<'_, PyString>) -> PyResult<Self> {
+        Self::parse(&self::text(text, "text")?)
     }
 
     /// Milliseconds since the Unix epoch.
@@ -197,7 +203,7 @@ pub fn version_arg(ob: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option
                 return Ok(Some(v.get().0.clone()));
             }
             if let Ok(s) = ob.cast::<PyString>() {
-                return Version::new(&text(s, name)?)
+                return Version::parse(&text(s, name)?)
                     .map(|v| Some(v.0))
                     .map_err(|e| named(ob.py(), name, e));
             }

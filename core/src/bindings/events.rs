@@ -479,6 +479,37 @@ mod tests {
         })
     }
 
+    #[test]
+    fn next_checked_returns_events_and_gives_up_when_the_check_fails() {
+        let stream = scripted(
+            vec![Event::new(EventKind::Set, Bytes::from_static(b"k"))],
+            false,
+        );
+        let mut ok = || Ok(());
+        let event = stream
+            .next_checked(None, Duration::from_millis(1), &mut ok)
+            .unwrap();
+        assert_eq!(event.map(|e| e.kind), Some(EventKind::Set));
+        // Nothing more comes: a limit gives None, a failing check its error.
+        let none = stream.next_checked(
+            Some(Duration::from_millis(5)),
+            Duration::from_millis(1),
+            &mut ok,
+        );
+        assert!(matches!(none, Ok(None)), "{none:?}");
+        let mut checks = 0;
+        let stopped = stream.next_checked(None, Duration::from_millis(1), &mut || {
+            checks += 1;
+            if checks < 3 {
+                Ok(())
+            } else {
+                Err(Error::Runtime("stopping".into()))
+            }
+        });
+        assert!(matches!(stopped, Err(Error::Runtime(_))), "{stopped:?}");
+        assert!(!stream.is_closed(), "the stream stays open");
+    }
+
     fn set(value: &'static str) -> Event {
         Event::from_key_event(
             Bytes::from_static(b"k"),

@@ -525,6 +525,51 @@ mod tests {
     }
 
     #[test]
+    fn wait_checked_returns_the_result_or_gives_up_when_the_check_fails() {
+        let mut checks = 0;
+        let result = slow(7).wait_checked(Duration::from_millis(1), &mut || {
+            checks += 1;
+            Ok(())
+        });
+        assert_eq!(result.unwrap(), 7);
+
+        // A call that never completes: the wait ends with the check's error, the call is
+        // cancelled (its future dropped).
+        let (dropped, gone) = mpsc::channel::<()>();
+        let never = Pending::<u32>::spawn(async move {
+            let _guard = DropSignal(dropped);
+            std::future::pending::<()>().await;
+            Ok(0)
+        });
+        let canceller_view = never.canceller();
+        let mut checks = 0;
+        let result = never.wait_checked(Duration::from_millis(1), &mut || {
+            checks += 1;
+            if checks < 3 {
+                Ok(())
+            } else {
+                Err(Error::Runtime("stopping".into()))
+            }
+        });
+        assert!(
+            matches!(result, Err(Error::Runtime(ref m)) if m == "stopping"),
+            "{result:?}"
+        );
+        assert_eq!(checks, 3);
+        gone.recv_timeout(Duration::from_secs(5))
+            .expect("the call's future is dropped");
+        canceller_view.cancel(); // idempotent on a call already cancelled
+    }
+
+    struct DropSignal(mpsc::Sender<()>);
+
+    impl Drop for DropSignal {
+        fn drop(&mut self) {
+            self.0.send(()).ok();
+        }
+    }
+
+    #[test]
     fn callbacks_run_once_off_the_runtime_and_may_block() {
         let (sender, results) = mpsc::channel();
         for i in 0..10 {

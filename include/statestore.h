@@ -1167,7 +1167,10 @@ statestore_status statestore_buffer_set(struct statestore_buffer *buffer,
  * lock. `key` may not be the lock's own key. If the lock is lost before the write, nothing
  * is written and the call fails with `STATESTORE_ERR_NOT_HELD`. `*written` (if `written`
  * is not NULL) receives the value written (free with `statestore_value_free()`), NULL if
- * the key was deleted.
+ * the key was deleted. While `update` runs, a blocking wait for the same lock from it (a
+ * nested `statestore_lock_update()` or `statestore_lock_acquire()` of the same name on the
+ * same client) fails at once with `STATESTORE_ERR_INVALID_ARGUMENT` instead of waiting for
+ * itself.
  *
  * # Safety
  * `key` valid for `key_len` bytes; `update` callable with `user_data`; `written` NULL or

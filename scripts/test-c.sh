@@ -196,6 +196,27 @@ if [ -f tests/c/scenarios.c ] && ls tests/scenarios/*.json >/dev/null 2>&1; then
   for flavour in blocking async; do
     run "scenarios ($flavour)" 300 "$bin/scenarios" "$flavour" tests/scenarios
   done
+  # The runner's own check: a scenario with a deliberately wrong expectation must make it exit
+  # non-zero, naming the scenario and the step (a runner that accepts anything would pass
+  # every scenario above).
+  selftest="$work/selftest-scenarios"
+  mkdir -p "$selftest/selftest"
+  cp tests/scenarios/ops.json "$selftest/"
+  cat >"$selftest/selftest/wrong_value.json" <<'JSON'
+{"name": "selftest/wrong_value", "description": "must fail", "clients": ["a"], "steps": [
+  {"op": "set", "client": "a", "key": "k", "value": "v", "expect": {"applied": true}},
+  {"op": "get", "client": "a", "key": "k", "expect": {"value": "w"}}]}
+JSON
+  cat >"$selftest/selftest/wrong_error.json" <<'JSON'
+{"name": "selftest/wrong_error", "description": "must fail", "clients": ["a"], "steps": [
+  {"op": "set", "client": "a", "key": "", "value": "v", "expect": {"error": "TIMEOUT"}}]}
+JSON
+  for flavour in blocking async; do
+    run "scenario runner fails on a wrong expectation ($flavour)" 120 bash -c \
+      "! '$bin/scenarios' $flavour '$selftest' >'$work/selftest-$flavour.out' 2>&1 \
+        && grep -q 'FAIL selftest/wrong_value step 1' '$work/selftest-$flavour.out' \
+        && grep -q 'FAIL selftest/wrong_error step 0' '$work/selftest-$flavour.out'"
+  done
 fi
 
 # --- the prebuilt packages (scripts/package-c.sh), used with no Rust toolchain on PATH

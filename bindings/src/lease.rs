@@ -382,13 +382,15 @@ fn decide(
         .as_ref()
         .map_or(std::ptr::null(), |o| &o.view as *const _);
     let mut buffer = Bytes::new();
-    let action = unsafe {
+    // SAFETY: the caller promised `update` is callable with `user_data`; `old_view` points
+    // into `old`, alive until the call returns; the buffer pointer is `buffer`'s, exclusive.
+    let action = txn.run_callback(|| unsafe {
         update(
             user.get(),
             old_view,
             (&mut buffer as *mut Bytes).cast::<statestore_buffer>(),
         )
-    };
+    });
     let decision = match action {
         0 => Ok(Some(buffer)),
         1 => Ok(None),
@@ -418,7 +420,10 @@ fn decide(
 /// lock. `key` may not be the lock's own key. If the lock is lost before the write, nothing
 /// is written and the call fails with `STATESTORE_ERR_NOT_HELD`. `*written` (if `written`
 /// is not NULL) receives the value written (free with `statestore_value_free()`), NULL if
-/// the key was deleted.
+/// the key was deleted. While `update` runs, a blocking wait for the same lock from it (a
+/// nested `statestore_lock_update()` or `statestore_lock_acquire()` of the same name on the
+/// same client) fails at once with `STATESTORE_ERR_INVALID_ARGUMENT` instead of waiting for
+/// itself.
 ///
 /// # Safety
 /// `key` valid for `key_len` bytes; `update` callable with `user_data`; `written` NULL or

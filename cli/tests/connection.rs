@@ -119,3 +119,55 @@ async fn username_and_password_file() {
     tool.expect(&["get", "--password-file", "x", "k"], status::USAGE)
         .await;
 }
+
+/// A loopback port where nothing listens.
+fn closed_port() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_brokers_are_named_with_what_to_try() {
+    // Nothing listening: refused, with the address and how to start a local state store.
+    let refused = Tool::new(closed_port());
+    let output = refused.expect(&["get", "k"], status::CONNECTION).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let expected = format!("cannot connect to {}: connection refused", refused.addr);
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(stderr.contains("statestore serve"), "{stderr}");
+
+    // A port that accepts TCP and never answers: the address and the time waited.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let tool = Tool::new(silent.local_addr().unwrap());
+    let output = tool
+        .expect(&["get", "--timeout", "1s", "k"], status::CONNECTION)
+        .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&tool.addr.to_string()), "{stderr}");
+    assert!(
+        stderr.contains("no answer from an MQTT broker within 1s"),
+        "{stderr}"
+    );
+
+    // A port that answers in another protocol (an HTTP server): it does not speak MQTT 5.
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let tool = Tool::new(http.local_addr().unwrap());
+    let answering = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut socket, _) = http.accept().await.unwrap();
+        let mut request = [0u8; 64];
+        let _ = socket.read(&mut request).await;
+        let _ = socket
+            .write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .await;
+    });
+    let output = tool
+        .expect(&["get", "--timeout", "5s", "k"], status::CONNECTION)
+        .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&tool.addr.to_string()), "{stderr}");
+    assert!(stderr.contains("does not speak MQTT 5"), "{stderr}");
+    answering.await.unwrap();
+}

@@ -27,8 +27,8 @@ pub enum Error {
     /// applied.
     #[error("the connection to the broker was lost while the request was in flight; the outcome is unknown: read the key to find out")]
     ConnectionLost,
-    /// The client could not reach the broker.
-    #[error("cannot connect to the broker: {0}")]
+    /// The client could not reach the broker: the text starts with its `host:port`.
+    #[error("cannot connect to {0}")]
     Connection(String),
     /// The service's answer did not follow the protocol.
     #[error("unexpected payload from the state store: {0}")]

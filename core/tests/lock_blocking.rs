@@ -96,3 +96,24 @@ fn a_guard_without_renewal_expires() {
     assert!(matches!(guard.state(), LeaseState::Lost(_)), "{loss}");
     guard.release().unwrap();
 }
+
+#[test]
+fn an_update_function_that_waits_for_its_own_lock_fails_at_once() {
+    let host = host();
+    let server = host.block_on(testing::embedded());
+    let client = Client::connect(support::options(server.local_addr())).unwrap();
+    let lock = Lock::new(&client, "lock", TTL).unwrap();
+    let same = Lock::new(&client, "lock", TTL).unwrap();
+    let written = lock
+        .update("counter", |old| {
+            // Both would wait for the holding this function is part of (the bindings' own
+            // check gives InvalidArgument; here blocking inside the call is refused first).
+            assert!(lock.update("other", |_| Some("x".into())).is_err());
+            assert!(same.lock().is_err());
+            Some((number(old) + 1).to_string().into())
+        })
+        .unwrap();
+    assert_eq!(written.as_deref(), Some(&b"1"[..]));
+    // Outside the function the lock is an ordinary lock again.
+    drop(lock.lock().unwrap());
+}

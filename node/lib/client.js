@@ -351,7 +351,14 @@ class Lock {
     let value
     try {
       const old = txn.oldValue
-      value = updateValue(await fn(this.#strings ? decode(old) : old))
+      let returned
+      txn.enterCallback()
+      try {
+        returned = fn(this.#strings ? decode(old) : old)
+      } finally {
+        txn.exitCallback()
+      }
+      value = updateValue(await returned)
       if (s !== undefined && s.aborted) throw abortError(s)
     } catch (error) {
       await txn.abort().catch(() => {})
@@ -368,7 +375,12 @@ class Lock {
     let value
     try {
       const old = txn.oldValue
-      value = updateValue(fn(this.#strings ? decode(old) : old))
+      txn.enterCallback()
+      try {
+        value = updateValue(fn(this.#strings ? decode(old) : old))
+      } finally {
+        txn.exitCallback()
+      }
     } catch (error) {
       try {
         txn.abort(SYNC)

@@ -28,17 +28,10 @@ pub fn bytes(value: JsBytes) -> Bytes {
     }
 }
 
-/// A JavaScript number of milliseconds as a duration. The JS wrapper checked the type; a
-/// negative, NaN or unrepresentable value is core's `INVALID_ARGUMENT`, naming the parameter
-/// (as every binding reports bad values).
+/// A JavaScript number of milliseconds as a duration, by core's rule
+/// ([`statestore::bindings::duration`]); the JS wrapper checked the type.
 pub fn millis(name: &str, ms: f64) -> statestore::Result<Duration> {
-    if ms.is_nan() || ms < 0.0 {
-        return Err(statestore::Error::InvalidArgument(format!(
-            "{name}: {ms} ms is not a duration (it must be a number >= 0)"
-        )));
-    }
-    Duration::try_from_secs_f64(ms / 1000.0)
-        .map_err(|_| statestore::Error::InvalidArgument(format!("{name}: {ms} ms is too long")))
+    statestore::bindings::duration::millis(name, ms)
 }
 
 /// [`millis`] of an optional argument.
@@ -174,7 +167,7 @@ struct Cancel {
 
 #[napi]
 impl NativeCall {
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(blocking: bool) -> NativeCall {
         NativeCall {
             blocking,
@@ -184,7 +177,7 @@ impl NativeCall {
 
     /// Cancels the call (now, or as soon as it starts): its Promise rejects with
     /// `STATESTORE_CANCELLED` unless it already settled. Idempotent.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn cancel(&self) {
         let canceller = {
             let mut cancel = self.cancel.lock().unwrap_or_else(|e| e.into_inner());

@@ -80,6 +80,13 @@ fn connect_options(
     for setting in settings {
         let value = match setting.value {
             napi::bindgen_prelude::Either3::A(text) => OptionValue::Str(text),
+            napi::bindgen_prelude::Either3::B(number)
+                if statestore::bindings::OptionSpec::find(&setting.name).is_some_and(|spec| {
+                    spec.kind == statestore::bindings::OptionKind::Duration
+                }) =>
+            {
+                OptionValue::Duration(crate::bridge::millis(&setting.name, number)?)
+            }
             napi::bindgen_prelude::Either3::B(number) => {
                 if number.fract() != 0.0 || !number.is_finite() {
                     return Err(statestore::Error::InvalidArgument(format!(
@@ -214,7 +221,7 @@ where
 impl NativeClient {
     /// Connects with the given settings (over `localhost:1883`, or over the `AIO_*`
     /// environment when `fromEnv`).
-    #[napi(ts_return_type = "NativeClient | Promise<NativeClient>")]
+    #[napi(ts_return_type = "NativeClient | Promise<NativeClient>", catch_unwind)]
     pub fn connect<'e>(
         env: &'e Env,
         settings: Vec<ConnectSetting>,
@@ -233,17 +240,17 @@ impl NativeClient {
         )
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn client_id(&self) -> String {
         self.client.client_id().to_string()
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn is_closed(&self) -> bool {
         self.client.is_closed()
     }
 
-    #[napi(ts_return_type = "JsSetResult | Promise<JsSetResult>")]
+    #[napi(ts_return_type = "JsSetResult | Promise<JsSetResult>", catch_unwind)]
     pub fn set<'e>(
         &self,
         env: &'e Env,
@@ -260,7 +267,10 @@ impl NativeClient {
         bridge::run(env, call, pending, |_, r| Ok(set_result(r)))
     }
 
-    #[napi(ts_return_type = "JsValueResult | null | Promise<JsValueResult | null>")]
+    #[napi(
+        ts_return_type = "JsValueResult | null | Promise<JsValueResult | null>",
+        catch_unwind
+    )]
     pub fn get<'e>(
         &self,
         env: &'e Env,
@@ -277,7 +287,10 @@ impl NativeClient {
     }
 
     /// DEL, or VDEL when `value` is given.
-    #[napi(ts_return_type = "JsDeleteResult | Promise<JsDeleteResult>")]
+    #[napi(
+        ts_return_type = "JsDeleteResult | Promise<JsDeleteResult>",
+        catch_unwind
+    )]
     pub fn delete<'e>(
         &self,
         env: &'e Env,
@@ -299,7 +312,7 @@ impl NativeClient {
         bridge::run(env, call, pending, |_, r| Ok(delete_result(r)))
     }
 
-    #[napi(ts_return_type = "NativeEvents | Promise<NativeEvents>")]
+    #[napi(ts_return_type = "NativeEvents | Promise<NativeEvents>", catch_unwind)]
     pub fn observe<'e>(
         &self,
         env: &'e Env,
@@ -314,7 +327,7 @@ impl NativeClient {
         })
     }
 
-    #[napi(ts_return_type = "void | Promise<void>")]
+    #[napi(ts_return_type = "void | Promise<void>", catch_unwind)]
     pub fn unobserve<'e>(
         &self,
         env: &'e Env,
@@ -328,13 +341,13 @@ impl NativeClient {
     }
 
     /// A lazy pager over the keys matching `pattern`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn keys(&self, env: &Env, pattern: JsBytes) -> napi::Result<NativeKeys> {
         let keys = bridge::sync(env, self.client.keys(bytes(pattern)))?;
         Ok(NativeKeys::new(keys))
     }
 
-    #[napi(ts_return_type = "void | Promise<void>")]
+    #[napi(ts_return_type = "void | Promise<void>", catch_unwind)]
     pub fn close<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
         let client = self.client();
         let pending = Pending::spawn(async move { client.close().await });

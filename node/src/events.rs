@@ -94,7 +94,7 @@ impl NativeEvents {
 #[napi]
 impl NativeEvents {
     /// The next event, or `null` when the stream has ended.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         bridge::promise(env, self.stream.next_pending(), |_, event| {
             Ok(event.map(js_event))
@@ -103,7 +103,7 @@ impl NativeEvents {
 
     /// The next event, waiting at most `timeout` ms (forever without one): `null` when the
     /// wait timed out; throws `STATESTORE_CLOSED` when the stream has ended.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn next_sync(&self, env: &Env, timeout: Option<f64>) -> napi::Result<Option<JsEvent>> {
         let timeout = bridge::sync(env, millis_opt("timeout", timeout))?;
         let event = self
@@ -114,7 +114,7 @@ impl NativeEvents {
     }
 
     /// Push mode: every event goes to `callback` on the JavaScript thread.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn set_sink(&self, callback: Function<JsEvent, ()>) -> napi::Result<()> {
         let tsfn: Sink = callback
             .build_threadsafe_function::<Event>()
@@ -141,18 +141,18 @@ impl NativeEvents {
     }
 
     /// Ends the stream (pending `next()` calls resolve with `null`) and drops the callback.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn close(&self) {
         self.stream.close();
         self.sink.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn is_closed(&self) -> bool {
         self.stream.is_closed()
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn key(&self) -> JsBuffer {
         buffer(self.stream.key())
     }

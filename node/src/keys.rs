@@ -25,7 +25,10 @@ impl NativeKeys {
 #[napi]
 impl NativeKeys {
     /// The next page of keys, or `null` when there are no more (`call`: see `NativeCall`).
-    #[napi(ts_return_type = "Buffer[] | null | Promise<Buffer[] | null>")]
+    #[napi(
+        ts_return_type = "Buffer[] | null | Promise<Buffer[] | null>",
+        catch_unwind
+    )]
     pub fn next_page<'e>(
         &self,
         env: &'e Env,

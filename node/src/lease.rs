@@ -97,7 +97,7 @@ pub struct NativeLease {
 
 #[napi]
 impl NativeLease {
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(
         env: &Env,
         client: &NativeClient,
@@ -111,7 +111,7 @@ impl NativeLease {
         })
     }
 
-    #[napi(ts_return_type = "JsAcquire | Promise<JsAcquire>")]
+    #[napi(ts_return_type = "JsAcquire | Promise<JsAcquire>", catch_unwind)]
     pub fn try_acquire<'e>(
         &self,
         env: &'e Env,
@@ -125,7 +125,7 @@ impl NativeLease {
     }
 
     /// Waits until acquired (or `timeout` ms): the fencing token.
-    #[napi(ts_return_type = "string | Promise<string>")]
+    #[napi(ts_return_type = "string | Promise<string>", catch_unwind)]
     pub fn acquire<'e>(
         &self,
         env: &'e Env,
@@ -144,53 +144,56 @@ impl NativeLease {
         plain(env, call, pending)
     }
 
-    #[napi(ts_return_type = "void | Promise<void>")]
+    #[napi(ts_return_type = "void | Promise<void>", catch_unwind)]
     pub fn renew<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
         let pending = spawn(&self.lease, |lease| async move { lease.renew().await });
         unit(env, call, pending)
     }
 
     /// Whether this holder had the lease.
-    #[napi(ts_return_type = "boolean | Promise<boolean>")]
+    #[napi(ts_return_type = "boolean | Promise<boolean>", catch_unwind)]
     pub fn release<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, bool>> {
         let pending = spawn(&self.lease, |lease| async move { lease.release().await });
         plain(env, call, pending)
     }
 
-    #[napi(ts_return_type = "Buffer | null | Promise<Buffer | null>")]
+    #[napi(
+        ts_return_type = "Buffer | null | Promise<Buffer | null>",
+        catch_unwind
+    )]
     pub fn holder<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, MaybeBytes>> {
         let pending = spawn(&self.lease, |lease| async move { lease.holder().await });
         optional_bytes(env, call, pending)
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn fencing_token(&self) -> Option<String> {
         self.lease.fencing_token().map(|t| t.to_string())
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn is_held(&self) -> bool {
         self.lease.is_held()
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn key(&self) -> JsBuffer {
         buffer(self.lease.key())
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn holder_name(&self) -> JsBuffer {
         buffer(self.lease.holder_name())
     }
 
     /// A stream with one `lost` event when the lease is lost (ends without one on release).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn loss_events(&self, env: &Env) -> NativeEvents {
         NativeEvents::new(env, EventStream::from_lease_loss(&self.lease))
     }
 
     /// `{ state: 'notHeld' | 'held' | 'lost', fencingToken, loss }`.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn state(&self) -> JsLeaseState {
         match self.lease.state() {
             LeaseState::Held { token } => JsLeaseState {
@@ -213,7 +216,10 @@ impl NativeLease {
 
     /// Waits until the lease is not held: the loss, or `null` if it was released (or never
     /// held); `STATESTORE_TIMEOUT` if still held after `timeout` ms.
-    #[napi(ts_return_type = "JsLoss | null | Promise<JsLoss | null>")]
+    #[napi(
+        ts_return_type = "JsLoss | null | Promise<JsLoss | null>",
+        catch_unwind
+    )]
     pub fn lost<'e>(
         &self,
         env: &'e Env,
@@ -251,7 +257,7 @@ pub struct NativeLock {
 
 #[napi]
 impl NativeLock {
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(
         env: &Env,
         client: &NativeClient,
@@ -272,14 +278,17 @@ impl NativeLock {
     }
 
     /// Waits until acquired (or the lock's timeout): the guard.
-    #[napi(ts_return_type = "NativeGuard | Promise<NativeGuard>")]
+    #[napi(ts_return_type = "NativeGuard | Promise<NativeGuard>", catch_unwind)]
     pub fn lock<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, NativeGuard>> {
         let pending = spawn(&self.lock, |lock| async move { lock.lock().await });
         bridge::run(env, call, pending, |_, guard| Ok(NativeGuard::new(guard)))
     }
 
     /// One attempt: the guard, or `null` if someone else holds the lock.
-    #[napi(ts_return_type = "NativeGuard | null | Promise<NativeGuard | null>")]
+    #[napi(
+        ts_return_type = "NativeGuard | null | Promise<NativeGuard | null>",
+        catch_unwind
+    )]
     pub fn try_lock<'e>(
         &self,
         env: &'e Env,
@@ -291,14 +300,17 @@ impl NativeLock {
         })
     }
 
-    #[napi(ts_return_type = "Buffer | null | Promise<Buffer | null>")]
+    #[napi(
+        ts_return_type = "Buffer | null | Promise<Buffer | null>",
+        catch_unwind
+    )]
     pub fn holder<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, MaybeBytes>> {
         let pending = spawn(&self.lock, |lock| async move { lock.holder().await });
         optional_bytes(env, call, pending)
     }
 
     /// First phase of `update(key, fn)`: acquires the lock and reads the key.
-    #[napi(ts_return_type = "NativeUpdate | Promise<NativeUpdate>")]
+    #[napi(ts_return_type = "NativeUpdate | Promise<NativeUpdate>", catch_unwind)]
     pub fn begin_update<'e>(
         &self,
         env: &'e Env,
@@ -313,7 +325,7 @@ impl NativeLock {
         bridge::run(env, call, pending, |_, txn| Ok(NativeUpdate::new(txn)))
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn name(&self) -> JsBuffer {
         buffer(self.lock.name())
     }
@@ -344,23 +356,23 @@ impl NativeGuard {
 
 #[napi]
 impl NativeGuard {
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn fencing_token(&self) -> String {
         self.token.clone()
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn is_held(&self) -> bool {
         self.held().is_some() && self.lease.is_held()
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn holder_name(&self) -> JsBuffer {
         buffer(self.lease.holder_name())
     }
 
     /// Releases the lock (once; later calls do nothing).
-    #[napi(ts_return_type = "void | Promise<void>")]
+    #[napi(ts_return_type = "void | Promise<void>", catch_unwind)]
     pub fn release<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
         let guard = self.held().take();
         let pending = Pending::spawn(async move {
@@ -372,7 +384,7 @@ impl NativeGuard {
         unit(env, call, pending)
     }
 
-    #[napi(ts_return_type = "void | Promise<void>")]
+    #[napi(ts_return_type = "void | Promise<void>", catch_unwind)]
     pub fn renew<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
         let pending = if self.held().is_none() {
             Pending::ready(Err(Error::NotHeld("the lock was released".into())))
@@ -383,7 +395,7 @@ impl NativeGuard {
     }
 
     /// A stream with one `lost` event if the lock is lost while held.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn loss_events(&self, env: &Env) -> NativeEvents {
         NativeEvents::new(env, EventStream::from_lease_loss(&self.lease))
     }
@@ -396,6 +408,8 @@ pub struct NativeUpdate {
     txn: Arc<Mutex<Option<UpdateTxn>>>,
     old: Option<Bytes>,
     token: String,
+    /// Open while the caller's update function runs (on the JavaScript thread).
+    callback: std::cell::RefCell<Option<statestore::lease::CallbackScope>>,
 }
 
 impl NativeUpdate {
@@ -403,6 +417,7 @@ impl NativeUpdate {
         NativeUpdate {
             old: txn.old_value().cloned(),
             token: txn.fencing_token().to_string(),
+            callback: std::cell::RefCell::new(None),
             txn: Arc::new(Mutex::new(Some(txn))),
         }
     }
@@ -424,19 +439,22 @@ impl NativeUpdate {
 
 #[napi]
 impl NativeUpdate {
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn old_value(&self) -> Option<JsBuffer> {
         self.old.as_ref().map(buffer)
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn fencing_token(&self) -> String {
         self.token.clone()
     }
 
     /// Writes `value` (`null`: deletes the key) with the fencing token, then releases: what
     /// was written.
-    #[napi(ts_return_type = "Buffer | null | Promise<Buffer | null>")]
+    #[napi(
+        ts_return_type = "Buffer | null | Promise<Buffer | null>",
+        catch_unwind
+    )]
     pub fn commit<'e>(
         &self,
         env: &'e Env,
@@ -447,8 +465,28 @@ impl NativeUpdate {
         optional_bytes(env, call, self.finish(|txn| txn.commit(value)))
     }
 
+    /// The caller's update function runs from now until `exitCallback()`: meanwhile a
+    /// blocking wait for this same lock on this thread fails at once instead of waiting for
+    /// itself forever.
+    #[napi(catch_unwind)]
+    pub fn enter_callback(&self) {
+        let scope = self
+            .txn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(UpdateTxn::enter_callback);
+        *self.callback.borrow_mut() = scope;
+    }
+
+    /// The update function has returned (or thrown).
+    #[napi(catch_unwind)]
+    pub fn exit_callback(&self) {
+        self.callback.borrow_mut().take();
+    }
+
     /// Releases without writing.
-    #[napi(ts_return_type = "void | Promise<void>")]
+    #[napi(ts_return_type = "void | Promise<void>", catch_unwind)]
     pub fn abort<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
         unit(env, call, self.finish(|txn| txn.abort()))
     }
@@ -464,7 +502,7 @@ pub struct NativeElection {
 
 #[napi]
 impl NativeElection {
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(
         env: &Env,
         client: &NativeClient,
@@ -481,7 +519,7 @@ impl NativeElection {
     }
 
     /// Waits until elected (or `timeout` ms): the fencing token.
-    #[napi(ts_return_type = "string | Promise<string>")]
+    #[napi(ts_return_type = "string | Promise<string>", catch_unwind)]
     pub fn campaign<'e>(
         &self,
         env: &'e Env,
@@ -498,7 +536,7 @@ impl NativeElection {
         plain(env, call, pending)
     }
 
-    #[napi(ts_return_type = "JsAcquire | Promise<JsAcquire>")]
+    #[napi(ts_return_type = "JsAcquire | Promise<JsAcquire>", catch_unwind)]
     pub fn try_campaign<'e>(
         &self,
         env: &'e Env,
@@ -508,20 +546,23 @@ impl NativeElection {
         attempt(env, call, pending)
     }
 
-    #[napi(ts_return_type = "void | Promise<void>")]
+    #[napi(ts_return_type = "void | Promise<void>", catch_unwind)]
     pub fn resign<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, ()>> {
         let pending = spawn(&self.election, |e| async move { e.resign().await });
         unit(env, call, pending)
     }
 
-    #[napi(ts_return_type = "Buffer | null | Promise<Buffer | null>")]
+    #[napi(
+        ts_return_type = "Buffer | null | Promise<Buffer | null>",
+        catch_unwind
+    )]
     pub fn leader<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, MaybeBytes>> {
         let pending = spawn(&self.election, |e| async move { e.leader().await });
         optional_bytes(env, call, pending)
     }
 
     /// Leadership changes: `elected` (with `holder`) and `vacant` events.
-    #[napi(ts_return_type = "NativeEvents | Promise<NativeEvents>")]
+    #[napi(ts_return_type = "NativeEvents | Promise<NativeEvents>", catch_unwind)]
     pub fn observe<'e>(
         &self,
         env: &'e Env,
@@ -536,18 +577,18 @@ impl NativeElection {
         })
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn is_leader(&self) -> bool {
         self.election.is_leader()
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn fencing_token(&self) -> Option<String> {
         self.election.fencing_token().map(|t| t.to_string())
     }
 
     /// A stream with one `lost` event if the leadership is lost (not on resign).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn loss_events(&self, env: &Env) -> NativeEvents {
         NativeEvents::new(env, EventStream::from_lease_loss(self.election.lease()))
     }

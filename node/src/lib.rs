@@ -41,7 +41,7 @@ pub struct ErrorCodeInfo {
 }
 
 /// Core's error table, so the package's error constants come from one place.
-#[napi]
+#[napi(catch_unwind)]
 pub fn error_codes() -> Vec<ErrorCodeInfo> {
     statestore::ErrorCode::ALL
         .iter()
@@ -67,7 +67,7 @@ pub struct ConnectOptionInfo {
 }
 
 /// Core's connection settings, so the package checks names and types from one table.
-#[napi]
+#[napi(catch_unwind)]
 pub fn connect_options() -> Vec<ConnectOptionInfo> {
     use statestore::bindings::{OptionKind, CONNECT_OPTIONS};
     CONNECT_OPTIONS
@@ -99,7 +99,7 @@ pub fn refuse_text(env: Env, name: String) -> napi::Result<()> {
 }
 
 /// The library's version (the workspace's, the same in every language).
-#[napi]
+#[napi(catch_unwind)]
 pub fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }

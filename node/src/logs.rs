@@ -110,7 +110,7 @@ fn change(env: usize, entry: Option<Entry>) -> statestore::Result<()> {
 
 /// Delivers the library's log records at `level` (`'error'` ... `'trace'`) and more severe to
 /// `handler` on this thread; `null` stops. Replaces this thread's previous handler.
-#[napi]
+#[napi(catch_unwind)]
 pub fn set_log_handler(
     env: &Env,
     handler: Option<Function<JsLogRecord, ()>>,

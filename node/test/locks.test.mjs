@@ -79,3 +79,31 @@ test('a write with a stale fencing token is refused', T, async () => {
   await assert.rejects(clients[0].set(key, 'late', { fencingToken: first.fencingToken }), { code: 'STATESTORE_FENCING_TOKEN_LOWER_VERSION' })
   await second.release()
 })
+
+test('an update function that waits for its own lock fails at once', T, async () => {
+  const client = clients[0]
+  const name = unique('reentry')
+  const lock = client.createLock(name, { ttl: 10_000 })
+  const same = client.createLock(name, { ttl: 10_000 })
+  const refusals = []
+  const refused = (call) => {
+    assert.throws(call, (error) => {
+      refusals.push(error)
+      return error.code === 'STATESTORE_INVALID_ARGUMENT' && /wait for itself/.test(error.message)
+    })
+  }
+  const written = lock.updateSync(unique('target'), () => {
+    refused(() => lock.updateSync(unique('other'), () => 'x'))
+    refused(() => same.lockSync())
+    return 'outer'
+  })
+  assert.equal(written.toString(), 'outer')
+  // The async update's function is checked the same way while it runs.
+  await lock.update(unique('target'), () => {
+    refused(() => same.lockSync())
+    return 'outer'
+  })
+  assert.equal(refusals.length, 3)
+  // Outside the function the lock is an ordinary lock again.
+  same.lockSync().releaseSync()
+})

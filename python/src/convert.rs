@@ -39,8 +39,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for BytesArg {
     }
 }
 
-/// A duration given as seconds (`int`/`float`) or a `datetime.timedelta`.
-pub struct Secs(pub Duration);
+/// A number of seconds (`int`/`float`) or a `datetime.timedelta`, read as a duration by core's
+/// rule ([`statestore::bindings::duration`]) once the argument's name is known ([`secs`]).
+pub struct Secs(f64);
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Secs {
     type Error = PyErr;
@@ -51,25 +52,27 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Secs {
                 "expected seconds (int or float) or a datetime.timedelta, got bool",
             ));
         }
-        let seconds: f64 = if ob.hasattr("total_seconds")? {
-            ob.call_method0("total_seconds")?.extract()?
-        } else {
-            ob.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "expected seconds (int or float) or a datetime.timedelta, got {}",
-                    ob.get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
-                ))
-            })?
-        };
-        Duration::try_from_secs_f64(seconds).map(Secs).map_err(|_| {
-            PyValueError::new_err(format!(
-                "expected a finite, non-negative number of seconds, got {seconds}"
+        if ob.hasattr("total_seconds")? {
+            return ob.call_method0("total_seconds")?.extract().map(Secs);
+        }
+        ob.extract().map(Secs).map_err(|_| {
+            PyTypeError::new_err(format!(
+                "expected seconds (int or float) or a datetime.timedelta, got {}",
+                ob.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
             ))
         })
     }
+}
+
+/// The duration argument `name` (seconds or timedelta): a wrong type is a `TypeError`, a value
+/// that is no duration (negative, NaN) the library's `InvalidArgumentError`.
+pub fn secs(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Duration> {
+    let Secs(seconds) = ob.extract::<Secs>().map_err(|e| named(ob.py(), name, e))?;
+    statestore::bindings::duration::seconds(name, seconds)
+        .map_err(|e| crate::errors::to_py(ob.py(), &e))
 }
 
 /// A key's version (a hybrid logical clock), also used as fencing token: immutable, ordered,
@@ -180,19 +183,9 @@ pub fn bytes_arg(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Bytes> {
 /// An optional duration argument (seconds or timedelta; `None` = not given).
 pub fn secs_arg(ob: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Duration>> {
     match ob {
-        Some(ob) if !ob.is_none() => ob
-            .extract::<Secs>()
-            .map(|s| Some(s.0))
-            .map_err(|e| named(ob.py(), name, e)),
+        Some(ob) if !ob.is_none() => secs(ob, name).map(Some),
         _ => Ok(None),
     }
-}
-
-/// A duration argument that must be given (seconds or timedelta).
-pub fn secs_required(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Duration> {
-    ob.extract::<Secs>()
-        .map(|s| s.0)
-        .map_err(|e| named(ob.py(), name, e))
 }
 
 /// An optional version argument (a `Version`, or its text form).

@@ -147,7 +147,8 @@ impl Observation {
         py: Python<'_>,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
-        let deadline = secs_arg(timeout, "timeout")?.map(|t| Instant::now() + t);
+        let deadline =
+            secs_arg(timeout, "timeout")?.and_then(statestore::bindings::duration::deadline);
         loop {
             let slice = match deadline {
                 Some(deadline) => SLICE.min(deadline.saturating_duration_since(Instant::now())),

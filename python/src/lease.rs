@@ -14,7 +14,7 @@ use statestore::{Error, Result};
 
 use crate::call::{spawn, Call};
 use crate::client::{out_bytes, Client};
-use crate::convert::{bytes_arg, secs_arg, secs_required, Version};
+use crate::convert::{bytes_arg, secs, secs_arg, Version};
 use crate::errors::to_py;
 use crate::events::{Loss, Observation};
 
@@ -173,7 +173,7 @@ impl Lease {
     }
 
     fn try_acquire(&self, ttl: &Bound<'_, PyAny>) -> PyResult<Call> {
-        let ttl = secs_required(ttl, "ttl")?;
+        let ttl = secs(ttl, "ttl")?;
         let lease = self.lease.clone();
         let decode = self.decode;
         Ok(spawn(
@@ -188,7 +188,7 @@ impl Lease {
         ttl: &Bound<'_, PyAny>,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Call> {
-        let ttl = secs_required(ttl, "ttl")?;
+        let ttl = secs(ttl, "ttl")?;
         let timeout = secs_arg(timeout, "timeout")?;
         let lease = self.lease.clone();
         Ok(spawn(
@@ -250,7 +250,7 @@ impl Lock {
         auto_renew: bool,
     ) -> PyResult<Lock> {
         let name = bytes_arg(name, "name")?;
-        let ttl = secs_required(ttl, "ttl")?;
+        let ttl = secs(ttl, "ttl")?;
         let timeout = secs_arg(timeout, "timeout")?;
         let mut lock = raise(CoreLock::new(&client.inner, name, ttl))?.auto_renew(auto_renew);
         if let Some(timeout) = timeout {
@@ -434,6 +434,15 @@ impl Update {
         self.with(|t| Version(t.fencing_token().clone()))
     }
 
+    /// Calls `function(old_value)` on this thread and returns its result. While it runs,
+    /// waiting for this same lock on this thread (a nested `update`, `acquire`, `with lock:`)
+    /// raises `InvalidArgumentError` at once instead of waiting for itself forever.
+    fn call(&self, py: Python<'_>, function: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let old = self.old_value(py)?;
+        let _scope = self.with(|t| t.enter_callback());
+        function.call1((old,)).map(Bound::unbind)
+    }
+
     /// Writes `value` (`None`: deletes the key) with the fencing token, then releases.
     fn commit(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<Call> {
         let value = match value {
@@ -473,7 +482,7 @@ impl Election {
     ) -> PyResult<Election> {
         let name = bytes_arg(name, "name")?;
         let candidate = bytes_arg(candidate, "candidate")?;
-        let ttl = secs_required(ttl, "ttl")?;
+        let ttl = secs(ttl, "ttl")?;
         Ok(Election {
             election: raise(CoreElection::new(&client.inner, name, candidate, ttl))?,
             decode: client.decode,

@@ -7,7 +7,6 @@ use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 use statestore::ConnectOptions;
 
 use crate::api::{OptionKind, OptionValue, CONNECT_OPTIONS};
-use crate::convert::Secs;
 
 /// Applies every `name=value` of `options`; an unknown name or bad value raises.
 pub fn apply(connect: &mut ConnectOptions, options: &Bound<'_, PyDict>) -> PyResult<()> {
@@ -37,10 +36,7 @@ fn to_value(
         return Ok(OptionValue::None);
     }
     if matches!(kind, Some(OptionKind::Duration)) && !value.is_instance_of::<PyString>() {
-        return value
-            .extract::<Secs>()
-            .map(|s| OptionValue::Duration(s.0))
-            .map_err(|e| crate::convert::named(value.py(), name, e));
+        return crate::convert::secs(value, name).map(OptionValue::Duration);
     }
     if value.is_instance_of::<PyBool>() {
         return Ok(OptionValue::Bool(value.extract()?));

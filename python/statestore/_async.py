@@ -160,7 +160,7 @@ class AsyncLock(LockBase):
         result with the fencing token (``None`` deletes), releases. Returns what was written."""
         txn = await wait(self._native.begin_update(key))
         try:
-            new = fn(txn.old_value)
+            new = txn.call(fn)
             if inspect.isawaitable(new):
                 new = await new
         except BaseException:

@@ -118,7 +118,7 @@ class Lock(LockBase):
         was written."""
         txn = self._native.begin_update(key).wait()
         try:
-            new = fn(txn.old_value)
+            new = txn.call(fn)
         except BaseException:
             txn.abort().wait()
             raise

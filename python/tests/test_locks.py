@@ -251,3 +251,21 @@ async def test_one_lock_object_entered_by_several_tasks(aclient: AsyncClient, ke
 
     tokens = await asyncio.gather(*(work() for _ in range(4)))
     assert len(set(tokens)) == 4 and await lock.holder() is None
+
+
+def test_an_update_function_that_waits_for_its_own_lock_fails_at_once(client: Client, key: str) -> None:
+    lock = client.lock(f"{key}-lock", ttl=5)
+    same = client.lock(f"{key}-lock", ttl=5)
+    refused: list = []
+
+    def outer(old: object) -> str:
+        for nested in (lambda: lock.update(f"{key}-other", lambda _: "x"), same.acquire, lambda: same.__enter__()):
+            with pytest.raises(statestore.InvalidArgumentError, match="wait for itself") as info:
+                nested()
+            refused.append(info.value)
+        return "outer"
+
+    assert lock.update(key, outer) == b"outer"
+    assert len(refused) == 3
+    with same:  # outside the function the lock is an ordinary lock again
+        pass

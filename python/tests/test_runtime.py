@@ -65,7 +65,7 @@ def test_gil_released_during_blocking_wait(client: Client, key: str) -> None:
     t.join(10)
 
 
-@pytest.mark.parametrize("what", ["lock", "observe"])
+@pytest.mark.parametrize("what", ["lock", "lease", "update", "campaign", "observe"])
 def test_ctrl_c_interrupts_a_blocking_wait(server: LocalStateStore, key: str, what: str) -> None:
     code = f"""
         import statestore, sys, time
@@ -76,6 +76,12 @@ def test_ctrl_c_interrupts_a_blocking_wait(server: LocalStateStore, key: str, wh
         try:
             if {what!r} == "lock":
                 c.lock({key!r}, ttl=30.0).acquire()
+            elif {what!r} == "lease":
+                c.lease({key!r}, "other").acquire(30.0)
+            elif {what!r} == "update":
+                c.lock({key!r}, ttl=30.0).update({key!r} + "-value", lambda old: "v")
+            elif {what!r} == "campaign":
+                c.election({key!r}, "other").campaign()
             else:
                 next(iter(obs))
         except KeyboardInterrupt:

@@ -380,3 +380,35 @@ async def test_scenario(scenario_server: LocalStateStore, path: Path, flavour: s
         pytest.fail(f"{scenario['name']} is listed as a known failure ({known}) but passed", pytrace=False)
 
 
+
+
+# The runner's own check: every kind of mismatch must fail, naming the step; a correct
+# scenario must pass (so that a runner that accepts anything cannot go unnoticed).
+MUST_FAIL = [
+    ("wrong value", [{"op": "set", "client": "a", "key": "k", "value": "v"},
+                     {"op": "get", "client": "a", "key": "k", "expect": {"value": "w"}}], "value: expected 'w'"),
+    ("wrong outcome", [{"op": "delete", "client": "a", "key": "absent", "expect": {"outcome": "deleted"}}],
+     "outcome: expected 'deleted'"),
+    ("error expected, success got", [{"op": "get", "client": "a", "key": "k", "expect": {"error": "TIMEOUT"}}],
+     "expected the error TIMEOUT"),
+    ("wrong error", [{"op": "set", "client": "a", "key": "", "value": "v", "expect": {"error": "TIMEOUT"}}],
+     "failed with INVALID_ARGUMENT"),
+    ("unknown op", [{"op": "frobnicate", "client": "a"}], "unknown op 'frobnicate'"),
+    ("unknown argument", [{"op": "get", "client": "a", "key": "k", "colour": "red"}], "unknown arguments ['colour']"),
+    ("unknown result field", [{"op": "get", "client": "a", "key": "k", "expect": {"valeu": None}}],
+     "no result field 'valeu'"),
+]
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+@pytest.mark.parametrize("what, steps, failure", MUST_FAIL, ids=[m[0] for m in MUST_FAIL])
+async def test_the_runner_fails_on_every_mismatch(
+    scenario_server: LocalStateStore, flavour: str, what: str, steps: List[Dict[str, Any]], failure: str
+) -> None:
+    scenario = {"name": f"selftest/{what}", "clients": ["a"], "steps": steps}
+    with pytest.raises(StepFailed, match=rf"selftest/{what} \({flavour}\): step {len(steps) - 1} ") as info:
+        await Runner(scenario_server, flavour, scenario).run()
+    assert failure in str(info.value), str(info.value)
+    passing = {"name": "selftest/passes", "clients": ["a"], "steps": steps[:-1] + [
+        {"op": "set", "client": "a", "key": "k", "value": "v", "expect": {"applied": True}}]}
+    await Runner(scenario_server, flavour, passing).run()

@@ -311,7 +311,7 @@ impl EventStream {
             ));
         }
         runtime::ensure_blocking_allowed()?;
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.and_then(super::duration::deadline);
         let mut queue = self.inner.lock();
         loop {
             if let Some(event) = queue.events.pop_front() {

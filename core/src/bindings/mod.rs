@@ -14,12 +14,15 @@
 //! - [`HandleTable`]: ids with generations for handles given to C, so that a stale or freed
 //!   handle is an error code rather than memory corruption.
 //! - [`logs`]: the library's `tracing` records forwarded to the host's logger.
+//! - [`duration`]: numbers of seconds or milliseconds from a host as durations and deadlines,
+//!   by one rule (what a negative, NaN, infinite or huge value means).
 //!
 //! Also used by bindings from elsewhere in the crate: [`crate::lease::UpdateTxn`] (a lock
 //! update in two phases, for callbacks that cannot be Rust closures) and
 //! [`crate::runtime`] (the one internal runtime).
 
 mod dispatch;
+pub mod duration;
 mod events;
 mod handles;
 pub mod logs;

@@ -342,19 +342,23 @@ impl<T: Send + 'static> Pending<T> {
     }
 
     /// Blocks for at most `timeout`: `Some(result)` once complete, `None` if still running
-    /// (call again). The call runs on the internal runtime and keeps its own timeout.
+    /// (call again); a timeout beyond what the clock can represent waits as long as it takes.
+    /// The call runs on the internal runtime and keeps its own timeout.
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Result<T>> {
         if let Err(error) = self.check_waitable() {
             return Some(Err(error));
         }
         self.start_on_runtime();
-        let deadline = Instant::now() + timeout;
+        let deadline = super::duration::deadline(timeout);
         let mut state = self.slot.lock();
         loop {
             if let Some(result) = Slot::take(&mut state) {
                 return Some(result);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            // std's condvar waits without limit for a span the clock cannot represent.
+            let left = deadline.map_or(Duration::MAX, |deadline| {
+                deadline.saturating_duration_since(Instant::now())
+            });
             if left.is_zero() {
                 return None;
             }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rumqttc::v5::mqttbytes::v5::{ConnAck, Packet, Publish, SubscribeReasonCode};
-use rumqttc::v5::{ConnectionError, Event, EventLoop};
+use rumqttc::v5::{Event, EventLoop};
 use rumqttc::Outgoing;
 use tokio::sync::{mpsc, watch};
 
@@ -24,7 +24,6 @@ use super::pending::Reply;
 use super::session::SessionEvent;
 use super::shared::{LinkState, Shared};
 use crate::protocol::Notification;
-use crate::Error;
 
 /// How long a clean shutdown waits for the DISCONNECT to be written.
 const DISCONNECT_GRACE: Duration = Duration::from_secs(1);
@@ -71,8 +70,12 @@ impl EventLoopTask {
                 Ok(_) => {}
                 Err(error) if !ever_connected => {
                     // The first attempt decides whether `connect` succeeds: report, then stop.
-                    self.shared
-                        .set_link(LinkState::Failed(Error::Connection(describe(&error))));
+                    let error = super::connect_error::failed(
+                        &self.shared.broker,
+                        &error,
+                        self.shared.default_timeout,
+                    );
+                    self.shared.set_link(LinkState::Failed(error));
                     return;
                 }
                 Err(error) => {
@@ -222,17 +225,6 @@ async fn next_token(tokens: &mut Option<watch::Receiver<Bytes>>) -> Bytes {
     pending().await
 }
 
-/// A connection error in words a user can act on.
-fn describe(error: &ConnectionError) -> String {
-    match error {
-        ConnectionError::ConnectionRefused(code) => {
-            format!("the broker refused the connection ({code:?}): check the credentials and the client id")
-        }
-        ConnectionError::Timeout(_) => "no answer from the broker in time".to_owned(),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use rumqttc::v5::mqttbytes::v5::ConnectReturnCode;
@@ -271,6 +263,7 @@ mod tests {
     async fn a_suback_handled_after_its_connection_dropped_leaves_the_link_connecting() {
         let (mqtt, eventloop) = AsyncClient::new(MqttOptions::new("t", "127.0.0.1", 9), 16);
         let shared = Arc::new(Shared::new(
+            "127.0.0.1:1883".into(),
             "t".into(),
             Duration::from_secs(5),
             mqtt,

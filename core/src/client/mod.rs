@@ -3,6 +3,7 @@
 mod backlog;
 mod backoff;
 mod call;
+mod connect_error;
 mod env;
 mod envelope;
 mod event_loop;
@@ -15,7 +16,7 @@ mod shared;
 mod token_watch;
 mod transport;
 mod types;
-mod validate;
+pub(crate) mod validate;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -124,6 +125,7 @@ impl Client {
         };
         let (mqtt, eventloop) = AsyncClient::new(mqtt_options, REQUEST_CHANNEL_CAPACITY);
         let shared = Arc::new(Shared::new(
+            format!("{}:{}", options.host, options.port),
             client_id,
             options.default_timeout,
             mqtt,
@@ -176,10 +178,10 @@ impl Client {
             Ok(Ok(state)) => state.clone(),
             Ok(Err(_)) => LinkState::Closed,
             Err(_) => {
-                return Err(Error::Connection(format!(
-                    "not connected to {}:{} within {:?}",
-                    options.host, options.port, options.default_timeout
-                )))
+                return Err(connect_error::no_answer(
+                    &shared.broker,
+                    options.default_timeout,
+                ))
             }
         };
         match state {

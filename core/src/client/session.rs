@@ -158,14 +158,16 @@ fn check_suback(shared: &Shared, codes: &[SubscribeReasonCode]) -> Subscribed {
     for (topic, code) in topics.iter().zip(codes) {
         if !matches!(code, SubscribeReasonCode::Success(_)) {
             return Subscribed::Refused(Error::Connection(format!(
-                "the broker refused the subscription to {topic} ({code:?}): check its \
-                 authorization rules"
+                "{}: the broker refused the subscription to {topic} ({code:?}): check its \
+                 authorization rules",
+                shared.broker
             )));
         }
     }
     if codes.len() != topics.len() {
         return Subscribed::Refused(Error::Connection(format!(
-            "the broker answered {} subscription codes for {} topics",
+            "{}: the broker answered {} subscription codes for {} topics",
+            shared.broker,
             codes.len(),
             topics.len()
         )));

@@ -31,6 +31,8 @@ pub(crate) enum LinkState {
 }
 
 pub(crate) struct Shared {
+    /// The broker's `host:port`, for messages.
+    pub(crate) broker: String,
     pub(crate) client_id: String,
     pub(crate) response_topic: String,
     /// The notification filter without its trailing `+`: a notification topic is this prefix
@@ -60,6 +62,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(
+        broker: String,
         client_id: String,
         default_timeout: Duration,
         mqtt: AsyncClient,
@@ -67,6 +70,7 @@ impl Shared {
     ) -> Self {
         let notification_filter = topics::notification_filter(&client_id);
         Self {
+            broker,
             response_topic: topics::response_topic(&client_id),
             notification_prefix: notification_filter.trim_end_matches('+').to_owned(),
             notification_filter,

@@ -347,9 +347,12 @@ impl LeaderObservation {
         if let Some(event) = self.take_initial() {
             return Ok(Some(event));
         }
-        let deadline = std::time::Instant::now() + timeout;
+        // A deadline beyond the clock's range waits without limit (as bindings pass it).
+        let deadline = std::time::Instant::now().checked_add(timeout);
         loop {
-            let remaining = deadline.saturating_duration_since(std::time::Instant::now());
+            let remaining = deadline.map_or(Duration::MAX, |deadline| {
+                deadline.saturating_duration_since(std::time::Instant::now())
+            });
             let Some(event) = self.observation.next_timeout(remaining)? else {
                 return Ok(None);
             };

@@ -117,6 +117,13 @@ pub(super) fn check_ttl(ttl: Duration) -> Result<()> {
             "the lease TTL must be at least 1 ms, got {ttl:?}"
         )));
     }
+    // The TTL is each claim's expiry: refused here rather than at the first acquire.
+    if crate::client::validate::expiry_ms(Some(ttl)).is_err() {
+        return Err(Error::InvalidArgument(format!(
+            "the lease TTL {ttl:?} is too long (at most {} ms)",
+            i64::MAX
+        )));
+    }
     Ok(())
 }
 

@@ -147,6 +147,7 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn lock(&self) -> Result<LockGuard> {
+        super::reentry::check(self.client.client_id(), &self.name)?;
         let lease = self.lease()?;
         let token = match self.timeout {
             Some(timeout) => lease.acquire_timeout(self.ttl, timeout).await?,

@@ -107,11 +107,13 @@ mod election;
 mod holder;
 mod keeper;
 mod lock;
+mod reentry;
 mod state;
 mod update;
 
 pub use election::{Election, LeaderEvent, LeaderObservation};
 pub use holder::{Lease, LeaseWatch};
 pub use lock::{Lock, LockGuard};
+pub use reentry::CallbackScope;
 pub use state::{AcquireOutcome, LeaseState, Loss, LossReason};
 pub use update::UpdateTxn;

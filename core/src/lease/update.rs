@@ -41,7 +41,7 @@ impl Lock {
         F: FnOnce(Option<Bytes>) -> Option<Bytes>,
     {
         let txn = self.begin_update(key).await?;
-        let new = f(txn.old_value().cloned());
+        let new = txn.run_callback(|| f(txn.old_value().cloned()));
         txn.commit(new).await
     }
 
@@ -111,6 +111,21 @@ impl UpdateTxn {
     /// The fencing token the write will carry.
     pub fn fencing_token(&self) -> &Hlc {
         self.guard.fencing_token()
+    }
+
+    /// Runs `f`, the caller's update function, on this thread. While it runs, waiting for
+    /// this same lock on this thread ([`Lock::lock`], [`Lock::update`], on any `Lock` of
+    /// the same name and client) fails at once with [`Error::InvalidArgument`]: it could only
+    /// end when `f` returns, so it would wait for itself forever.
+    pub fn run_callback<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _scope = self.enter_callback();
+        f()
+    }
+
+    /// [`UpdateTxn::run_callback`] as a scope, for a host that calls its update function
+    /// itself: the function runs on this thread until the scope is dropped.
+    pub fn enter_callback(&self) -> super::CallbackScope {
+        super::reentry::enter(self.client.client_id(), self.guard.name())
     }
 
     /// Writes `new_value` with the fencing token (`Some`: SET; `None`: DEL, if the key

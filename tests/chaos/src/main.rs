@@ -2,7 +2,8 @@
 //!
 //! - `statestore-chaos run [--duration 120s] [--out DIR] [--server-bin PATH] [--seed N]
 //!   [--timeout 2s] [--rings embedded,mosquitto] [--skip-faults KIND,...] [--writer NAME=COMMAND ...]
-//!   [--skip NAME=REASON ...]`: the whole run; exits 1 if a promise was broken.
+//!   [--skip NAME=REASON ...] [--require-all]`: the whole run; exits 1 if a promise was broken.
+//!   With `--require-all` (what CI runs) a skipped flavour is an error: the run does not start.
 //! - `statestore-chaos writer async|blocking HOST PORT LOCK COUNTER PREFIX DURATION_MS
 //!   TIMEOUT_MS LOG`: the Rust writers.
 //! - `statestore-chaos check DIR`: judges a finished run again.
@@ -53,6 +54,7 @@ fn parse_run(args: &[String]) -> Result<run::RunConfig, String> {
         rings: vec!["embedded".into(), "mosquitto".into()],
         skip_faults: Vec::new(),
     };
+    let mut require_all = false;
     let mut args = args.iter();
     while let Some(flag) = args.next() {
         let mut value = || {
@@ -84,8 +86,20 @@ fn parse_run(args: &[String]) -> Result<run::RunConfig, String> {
                 let (name, reason) = text.split_once('=').ok_or("--skip NAME=REASON")?;
                 config.skipped.push((name.to_string(), reason.to_string()));
             }
+            "--require-all" => require_all = true,
             other => return Err(format!("unknown flag {other:?}")),
         }
+    }
+    if require_all && !config.skipped.is_empty() {
+        let missing: Vec<String> = config
+            .skipped
+            .iter()
+            .map(|(name, reason)| format!("{name} ({reason})"))
+            .collect();
+        return Err(format!(
+            "--require-all: every flavour must take part, but these cannot run: {}",
+            missing.join("; ")
+        ));
     }
     Ok(config)
 }

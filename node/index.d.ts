@@ -243,7 +243,8 @@ export interface ObservationEvents<V> {
  * A stream of events: `for await` over it, iterate it blocking (`for ... of`, `nextSync`), or
  * listen with `on('set' | 'delete' | 'resynced' | 'event', fn)`. Adding a listener switches it
  * to push mode (the iterators then get nothing new): use one style per stream. It ends when
- * closed, unobserved, or when its client closes; it never keeps the process alive by itself.
+ * closed, unobserved, or when its client closes. With listeners it keeps the process alive
+ * until it ends (like a socket), so a program that only waits for notifications keeps running.
  */
 export declare class Observation<V = Buffer> implements AsyncIterableIterator<StoreEvent<V>>, Iterable<StoreEvent<V>> {
   private constructor()

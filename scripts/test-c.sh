@@ -162,11 +162,32 @@ run "cmake app (shared) runs" 30 "$cmake_dir/build/app_shared"
 run "cmake app (static) runs" 30 "$cmake_dir/build/app_static"
 run "cmake app (C++) runs" 30 "$cmake_dir/build/app_cpp"
 
-# --- the README's program, compiled with the README's line
-if [ -f tests/c/readme_example.c ]; then
-  run "README example builds" 60 bash -c "cc tests/c/readme_example.c -o '$bin/readme' \$(pkg-config --cflags --libs statestore) -Wl,-rpath,'$libdir'"
-  run "README example runs" 60 bash -c "'$bin/readme' $port | grep -q 'color = blue'"
-fi
+# --- every C and C++ block of the READMEs, read from the READMEs (so they cannot drift),
+# compiled with the README's line and run against the local store: each must end by itself
+# with status 0
+examples=0
+for readme in README.md bindings/README.md; do
+  for lang in c cpp; do
+    # Writes each ```LANG block of the README to $bin/readme-<file>-<line>.<lang>.
+    awk -v lang="$lang" -v out="$bin/readme-${readme//\//_}" '
+      $0 == "```" lang { file = out "-" NR "." lang; printf "" > file; next }
+      file && /^```/ { close(file); file = ""; next }
+      file { print > file }
+    ' "$readme"
+  done
+done
+for source in "$bin"/readme-*.c "$bin"/readme-*.cpp; do
+  [ -f "$source" ] || continue
+  examples=$((examples + 1))
+  name="$(basename "$source")"
+  case "$source" in
+    *.c) compile=(cc "$source") ;;
+    *) compile=(g++ -std=c++17 "$source") ;;
+  esac
+  run "$name builds" 120 bash -c "${compile[*]} -o '$bin/${name%.*}' \$(pkg-config --cflags --libs statestore) -Wl,-rpath,'$libdir'"
+  run "$name runs and ends" 60 "$bin/${name%.*}" "$port"
+done
+[ "$examples" -ge 3 ] && pass "README examples found ($examples)" || fail "README examples found ($examples, expected C and C++ blocks)"
 
 # --- shared scenarios
 if [ -f tests/c/scenarios.c ] && ls tests/scenarios/*.json >/dev/null 2>&1; then

@@ -91,3 +91,9 @@ pub use protocol::{Hlc, ServiceError, SetCondition};
 
 /// Convenience alias for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The Rust examples of the repository's README, compiled and run as doctests, so that they
+/// stay complete programs that work as written.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;

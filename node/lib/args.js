@@ -28,9 +28,26 @@ function rangeError(name, expected, value) {
   return error
 }
 
+// String.prototype.isWellFormed is Node >= 20; a `u` regex matches a surrogate only when it
+// is not half of a pair.
+const LONE_SURROGATE = /\p{Surrogate}/u
+const wellFormed =
+  typeof String.prototype.isWellFormed === 'function' ? (s) => s.isWellFormed() : (s) => !LONE_SURROGATE.test(s)
+
+/**
+ * A string argument as the addon takes it: valid Unicode. A lone surrogate has no UTF-8 form
+ * (the conversion would send U+FFFD, a different key than the caller meant): core's
+ * STATESTORE_INVALID_ARGUMENT naming the argument, as every binding refuses it.
+ */
+function text(value, name) {
+  if (!wellFormed(value)) require('./native.js').refuseText(name)
+  return value
+}
+
 /** A key or value: a string (UTF-8) or bytes; returns what the addon takes (string or Buffer). */
 function bytes(value, name) {
-  if (typeof value === 'string' || Buffer.isBuffer(value)) return value
+  if (typeof value === 'string') return text(value, name)
+  if (Buffer.isBuffer(value)) return value
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
   throw typeError(name, 'of type string or an instance of Buffer or Uint8Array', value)
 }
@@ -58,7 +75,7 @@ function boolean(value, name) {
 function string(value, name) {
   if (value === undefined || value === null) return undefined
   if (typeof value !== 'string') throw typeError(name, 'of type string', value)
-  return value
+  return text(value, name)
 }
 
 function fn(value, name) {
@@ -86,9 +103,9 @@ function options(value, name, allowed) {
 /** A version or fencing token: its string form (a FencingToken/Version object is accepted). */
 function token(value, name) {
   if (value === undefined || value === null) return undefined
-  if (typeof value === 'string') return value
+  if (typeof value === 'string') return text(value, name)
   if (typeof value === 'object' && typeof value.toString === 'function' && value.constructor && value.constructor.name === 'Version') return value.toString()
   throw typeError(name, 'of type string (a version or fencing token)', value)
 }
 
-module.exports = { bytes, duration, boolean, string, fn, options, token, typeError, rangeError }
+module.exports = { bytes, duration, boolean, string, text, fn, options, token, typeError, rangeError }

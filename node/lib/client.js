@@ -38,13 +38,14 @@ function settings(options, name) {
         break
       case 'str':
       case 'path':
-        if (typeof value !== 'string') throw args.typeError(where, 'of type string', value)
+        args.string(value, where)
         break
       case 'duration':
         args.duration(value, where)
         break
       default: // port, int
-        if (typeof value !== 'number' && typeof value !== 'string') throw args.typeError(where, 'of type number', value)
+        if (typeof value === 'string') args.text(value, where)
+        else if (typeof value !== 'number') throw args.typeError(where, 'of type number', value)
     }
     out.push({ name: key, value })
   }

@@ -98,6 +98,49 @@ fn build_error(env: &Env, info: &ErrorInfo) -> napi::Result<napi::Error> {
     Ok(napi::Error::from(object.to_unknown()))
 }
 
+/// How often a blocking `…Sync` call looks whether its environment is being torn down.
+pub const STOP_CHECK: Duration = Duration::from_millis(50);
+
+/// Whether `env` can still run JavaScript; fails once its teardown has begun (a worker's
+/// `terminate()`, `process.exit()`). Node stops a worker by telling its thread to stop and then
+/// joining it, so a `…Sync` call blocked on that thread must notice and return, or the
+/// terminating thread (and `process.exit`) waits for it forever. Called on the environment's
+/// own thread, inside the blocking call.
+///
+/// Node-API has no query for this, but every call that may run JavaScript refuses to start
+/// once the environment stops; coercing `undefined` to a boolean is such a call that runs
+/// none.
+pub fn alive(env: &Env) -> statestore::Result<()> {
+    let raw = env.raw();
+    let mut scope = ptr::null_mut();
+    // SAFETY: on the environment's own thread, inside a call from JavaScript; the scope opened
+    // here is closed before returning, so no handle outlives it.
+    let status = unsafe {
+        if sys::napi_open_handle_scope(raw, &mut scope) != sys::Status::napi_ok {
+            // Not an answer either way: keep waiting, and look again next time.
+            sys::Status::napi_ok
+        } else {
+            let mut undefined = ptr::null_mut();
+            let mut coerced = ptr::null_mut();
+            let mut status = sys::napi_get_undefined(raw, &mut undefined);
+            if status == sys::Status::napi_ok {
+                status = sys::napi_coerce_to_bool(raw, undefined, &mut coerced);
+            }
+            sys::napi_close_handle_scope(raw, scope);
+            status
+        }
+    };
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(statestore::Error::Runtime(
+            "this thread's JavaScript environment is shutting down (worker terminated or \
+             process exiting): the blocking call was abandoned"
+                .into(),
+        ))
+    }
+}
+
 /// A JavaScript error for a core error, thrown from a synchronous call.
 pub fn sync<T>(env: &Env, result: statestore::Result<T>) -> napi::Result<T> {
     result.map_err(|error| js_error(env, &error))
@@ -180,7 +223,7 @@ where
 {
     match call {
         Some(call) if call.blocking => {
-            let value = sync(env, pending.wait())?;
+            let value = sync(env, pending.wait_checked(STOP_CHECK, &mut || alive(env)))?;
             convert(env, value).map(Either::A)
         }
         Some(call) => {

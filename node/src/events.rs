@@ -59,11 +59,12 @@ fn js_event(event: Event) -> JsEvent {
     }
 }
 
-/// The callback of push mode. Weak: an observation never keeps the process alive. Held in a
-/// slot that `close()` and the environment's teardown empty, so no runtime thread calls into a
-/// torn-down environment.
+/// The callback of push mode. Referenced, like a socket with a listener: a program that only
+/// waits for notifications stays alive while its observation is open. Held in a slot that the
+/// stream's end (`close()`, unobserve, client closed) and the environment's teardown empty, so
+/// the process can exit after that and no runtime thread calls into a torn-down environment.
 pub(crate) type SinkHandle = Sink;
-type Sink = ThreadsafeFunction<Event, (), JsEvent, napi::Status, false, true>;
+type Sink = ThreadsafeFunction<Event, (), JsEvent, napi::Status, false>;
 pub(crate) type SinkSlot = Arc<Mutex<Option<Sink>>>;
 
 #[napi]
@@ -105,7 +106,10 @@ impl NativeEvents {
     #[napi(catch_unwind)]
     pub fn next_sync(&self, env: &Env, timeout: Option<f64>) -> napi::Result<Option<JsEvent>> {
         let timeout = bridge::sync(env, millis_opt("timeout", timeout))?;
-        let event = bridge::sync(env, self.stream.next_timeout(timeout))?;
+        let event = self
+            .stream
+            .next_checked(timeout, bridge::STOP_CHECK, &mut || bridge::alive(env));
+        let event = bridge::sync(env, event)?;
         Ok(event.map(js_event))
     }
 
@@ -114,7 +118,6 @@ impl NativeEvents {
     pub fn set_sink(&self, callback: Function<JsEvent, ()>) -> napi::Result<()> {
         let tsfn: Sink = callback
             .build_threadsafe_function::<Event>()
-            .weak::<true>()
             .callee_handled::<false>()
             .build_callback(|ctx| Ok(js_event(ctx.value)))?;
         *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(tsfn);
@@ -124,6 +127,14 @@ impl NativeEvents {
                 if let Some(sink) = slot.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
                     sink.call(event, ThreadsafeFunctionCallMode::NonBlocking);
                 }
+            }
+        });
+        // Runs after every event was pushed: the last ones are queued on the JavaScript thread
+        // before the reference that keeps the process alive goes.
+        let slot = Arc::downgrade(&self.sink);
+        self.stream.on_end(move || {
+            if let Some(slot) = slot.upgrade() {
+                slot.lock().unwrap_or_else(|e| e.into_inner()).take();
             }
         });
         Ok(())

@@ -91,6 +91,13 @@ pub fn connect_options() -> Vec<ConnectOptionInfo> {
         .collect()
 }
 
+/// Throws core's invalid-argument error for the string argument `name` that is not valid
+/// Unicode (the package's argument checks find it; the message is core's, as in every binding).
+#[napi(catch_unwind)]
+pub fn refuse_text(env: Env, name: String) -> napi::Result<()> {
+    Err(bridge::js_error(&env, &bindings::not_unicode(&name)))
+}
+
 /// The library's version (the workspace's, the same in every language).
 #[napi(catch_unwind)]
 pub fn version() -> &'static str {

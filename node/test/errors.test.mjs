@@ -244,3 +244,73 @@ describe('timeouts and unreachable brokers', () => {
     }
   })
 })
+
+describe('strings that are not valid Unicode (a lone surrogate) are refused, naming the argument', () => {
+  const lone = ['a\uD800b', '\uDC00', 'x\uDBFF']
+  /** Asserts `call` throws or rejects with core's INVALID_ARGUMENT naming `name`. */
+  async function refused(call, name) {
+    const check = (error) => {
+      assert.equal(error.code, ErrorCodes.INVALID_ARGUMENT, `${name}: ${error}`)
+      assert.ok(error.message.includes(name), `${error.message} should name ${name}`)
+      assert.match(error.message, /not valid Unicode/)
+      return true
+    }
+    let result
+    try {
+      result = call()
+    } catch (error) {
+      return check(error)
+    }
+    await assert.rejects(Promise.resolve(result), check)
+  }
+
+  test('keys, values, patterns, tokens, names, holders and candidates', T, async () => {
+    const key = unique('surrogate')
+    const { version } = await client.set(key, 'v')
+    for (const bad of lone) {
+      await refused(() => client.set(bad, 'v'), 'key')
+      await refused(() => client.setSync(bad, 'v'), 'key')
+      await refused(() => client.set(key, bad), 'value')
+      await refused(() => client.setSync(key, bad), 'value')
+      await refused(() => client.get(bad), 'key')
+      await refused(() => client.getSync(bad), 'key')
+      await refused(() => client.delete(bad), 'key')
+      await refused(() => client.deleteSync(bad), 'key')
+      await refused(() => client.vdel(key, bad), 'value')
+      await refused(() => client.vdelSync(key, bad), 'value')
+      await refused(() => client.observe(bad), 'key')
+      await refused(() => client.unobserve(bad), 'key')
+      await refused(() => client.keys(bad), 'pattern')
+      await refused(() => client.set(key, 'v', { fencingToken: version + bad }), 'options.fencingToken')
+      await refused(() => client.deleteSync(key, { fencingToken: version + bad }), 'options.fencingToken')
+      await refused(() => client.set(key, 'v', { condition: bad }), 'options.condition')
+      await refused(() => client.createLock(bad, { ttl: 1000 }), 'name')
+      await refused(() => client.lockSync(bad, { ttl: 1000 }), 'name')
+      await refused(() => client.createLock(key + '-lock', { ttl: 1000 }).update(bad, () => 'v'), 'key')
+      await refused(() => client.lease(bad, 'me'), 'key')
+      await refused(() => client.lease(key + '-lease', bad), 'holder')
+      await refused(() => client.election(bad, 'me', { ttl: 1000 }), 'name')
+      await refused(() => client.election(key + '-election', bad, { ttl: 1000 }), 'candidate')
+      await refused(() => compareVersions(version + bad, version), 'a')
+    }
+    // Nothing was written under a replacement character.
+    const written = []
+    for await (const k of client.keys('*\uFFFD*')) written.push(k)
+    assert.deepEqual(written, [])
+    assert.equal((await client.get(key)).value.toString(), 'v')
+  })
+
+  test('connection settings and the local server options', T, async () => {
+    const { startLocalServer: start } = await import('mqtt-statestore/testing')
+    for (const bad of lone) {
+      for (const option of ['host', 'clientId', 'username', 'password', 'caFile', 'passwordFile', 'satTokenFile']) {
+        await refused(() => Client.connect({ ...server.connectOptions, [option]: bad }), `options.${option}`)
+        await refused(() => Client.connectSync({ ...server.connectOptions, [option]: bad }), `options.${option}`)
+      }
+      await refused(() => Client.connect({ host: server.host, port: `1${bad}` }), 'options.port')
+      await refused(() => Client.fromEnv({ host: bad }), 'overrides.host')
+      await refused(() => start({ username: bad, password: 'p' }), 'options.username')
+      await refused(() => start({ username: 'u', password: bad }), 'options.password')
+    }
+  })
+})

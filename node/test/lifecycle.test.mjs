@@ -104,17 +104,23 @@ test('a process exits by itself after close(), observations included', { timeout
   assertClean(await exitsWithin(run, 'closed', 2_000))
 })
 
-test('a process ending with open clients, observations and listeners exits with 0 in 2 s', { timeout: 30_000 }, async () => {
+test('a process ending with open clients, observations and a held lock exits with 0 in 2 s', { timeout: 30_000 }, async () => {
   const key = unique('open')
+  // Listeners keep a process alive while their observation is open (like a socket's): they are
+  // closed here, the rest stays open while events keep arriving.
   const run = child(`
     const clients = await Promise.all([1, 2, 3].map(() => Client.connect(options)))
+    const listening = []
     for (const c of clients) {
       const o = c.observe(${JSON.stringify(key)}); await o.ready
       o.on('set', () => {})
+      listening.push(o)
+      const pulled = c.observe(${JSON.stringify(key)}); await pulled.ready
     }
     const lock = await clients[0].lock(${JSON.stringify(key)} + '-lock', { ttl: 5000 })
     clients[1].lease(${JSON.stringify(key)} + '-lease', 'me')
     await clients[2].set(${JSON.stringify(key)}, 'v')
+    for (const o of listening) o.close()
     console.log('open')
   `)
   // Events keep arriving while the child tears down its environment.
@@ -150,4 +156,50 @@ test('a pending for-await keeps the process alive until its client closes', { ti
   const exit = await exitsWithin(run, 'closing', 2_000)
   assertClean(exit)
   assert.match(exit.stdout, /ended/)
+})
+
+test('an observation with listeners keeps the process alive until an event closes it', { timeout: 30_000 }, async () => {
+  const key = unique('listening')
+  const run = child(`
+    const client = await Client.connect(options)
+    const o = client.observe(${JSON.stringify(key)}); await o.ready
+    o.on('set', (e) => {
+      console.log('got ' + e.value.toString())
+      o.close()
+    })
+    console.log('listening')
+  `)
+  // Nothing but the listener holds the child: it must still be there when the event comes,
+  // and exit by itself once its handler closed the observation (its client left open).
+  await deadline(
+    new Promise((resolve) => {
+      const check = () => (run.stdout().includes('listening') ? resolve() : setTimeout(check, 10))
+      check()
+    }),
+    15_000,
+    'child listening',
+  )
+  await writer.set(key, 'hello')
+  const exit = await deadline(run.done, 15_000, 'child exit').catch((error) => {
+    run.proc.kill('SIGKILL')
+    throw error
+  })
+  assert.equal(exit.code, 0, exit.stderr)
+  assert.match(exit.stdout, /got hello/, `the child exited before the notification came: ${exit.stdout}`)
+})
+
+test('a lease loss listener keeps the process alive until the lease is released', { timeout: 30_000 }, async () => {
+  const run = child(`
+    const client = await Client.connect(options)
+    const lease = client.lease('keepalive-lease-' + process.pid, 'me')
+    await lease.acquire({ ttl: 10000 })
+    lease.lossEvents().on('lost', () => console.log('lost'))
+    setImmediate(async () => { await lease.release(); console.log('released') })
+  `)
+  const exit = await deadline(run.done, 15_000, 'child exit').catch((error) => {
+    run.proc.kill('SIGKILL')
+    throw error
+  })
+  assert.equal(exit.code, 0, exit.stderr)
+  assert.match(exit.stdout, /released/)
 })

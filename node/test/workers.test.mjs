@@ -85,3 +85,74 @@ const { Client } = require('mqtt-statestore')
   await client.set(unique('after-terminate'), 'ok')
   await client.close()
 })
+
+/**
+ * Runs `main` (an async function body) in a child process whose worker runs `worker`; the
+ * worker posts 'blocking' right before its blocking call. Resolves { code, signal, stdout,
+ * stderr }; the child is killed if it has not exited within the deadline.
+ */
+async function childWithBlockedWorker(worker, main) {
+  const { spawn } = await import('node:child_process')
+  const { createRequire } = await import('node:module')
+  const entry = createRequire(import.meta.url).resolve('mqtt-statestore')
+  const source = `
+const { Worker } = require('node:worker_threads')
+const { Client } = require(${JSON.stringify(entry)})
+const options = ${JSON.stringify(server.connectOptions)}
+const WORKER = ${JSON.stringify(`
+const { parentPort, workerData: options } = require('node:worker_threads')
+const { Client } = require(${JSON.stringify(entry)})
+const client = Client.connectSync(options)
+${worker}`)}
+;(async () => {
+  const worker = new Worker(WORKER, { eval: true, workerData: options })
+  worker.on('error', (e) => { console.error('worker error', e); process.exit(4) })
+  await new Promise((resolve) => worker.once('message', resolve))
+  ${main}
+})().catch((e) => { console.error(e); process.exit(3) })
+`
+  const proc = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  proc.stdout.on('data', (d) => (stdout += d))
+  proc.stderr.on('data', (d) => (stderr += d))
+  const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal, stdout, stderr })))
+  return deadline(exited, 20_000, 'child with a blocked worker').catch((error) => {
+    proc.kill('SIGKILL')
+    throw error
+  })
+}
+
+test('worker.terminate() ends a worker blocked in nextSync() with no timeout', { timeout: 60_000 }, async () => {
+  const exit = await childWithBlockedWorker(
+    `const o = client.observeSync('blocked-next-' + process.pid)
+parentPort.postMessage('blocking')
+o.nextSync()`,
+    `const code = await worker.terminate()
+console.log('terminated ' + code)
+process.exitCode = 0`,
+  )
+  assert.equal(exit.signal, null, exit.stderr)
+  assert.equal(exit.code, 0, exit.stderr)
+  assert.match(exit.stdout, /terminated 1/)
+})
+
+test('process.exit() in the main thread ends a worker blocked in lockSync()', { timeout: 60_000 }, async () => {
+  const holder = await Client.connect(server.connectOptions)
+  const name = unique('blocked-lock')
+  const guard = await holder.lock(name, { ttl: 30_000 })
+  try {
+    const exit = await childWithBlockedWorker(
+      `parentPort.postMessage('blocking')
+client.lockSync(${JSON.stringify(name)}, { ttl: 10000 })`,
+      `console.log('exiting')
+process.exit(0)`,
+    )
+    assert.equal(exit.signal, null, exit.stderr)
+    assert.equal(exit.code, 0, exit.stderr)
+    assert.match(exit.stdout, /exiting/)
+  } finally {
+    await guard.release()
+    await holder.close()
+  }
+})

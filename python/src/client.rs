@@ -13,7 +13,7 @@ use statestore::{
 
 use crate::api::{EventStream, OptionValue};
 use crate::call::{spawn, Call};
-use crate::convert::{bytes_arg, secs_arg, version_arg, Version};
+use crate::convert::{bytes_arg, secs_arg, text, version_arg, Version};
 use crate::events::Observation;
 use crate::options;
 
@@ -157,7 +157,7 @@ impl Client {
     #[pyo3(signature = (host, port, options = None, decode_responses = false))]
     fn connect(
         py: Python<'_>,
-        host: String,
+        host: &Bound<'_, PyString>,
         port: i64,
         options: Option<&Bound<'_, PyDict>>,
         decode_responses: bool,
@@ -166,7 +166,7 @@ impl Client {
         // (port 0 or out of range: InvalidArgumentError).
         let mut connect = ConnectOptions::new("localhost", 1883);
         for (name, value) in [
-            ("host", OptionValue::Str(host)),
+            ("host", OptionValue::Str(text(host, "host")?.into_owned())),
             ("port", OptionValue::Int(port)),
         ] {
             connect
@@ -211,13 +211,18 @@ impl Client {
         self.decode
     }
 
-    #[pyo3(signature = (key, value, condition = "always", expiry = None, fencing_token = None, persist = false, timeout = None))]
+    // `condition` is read as a Python `str` (so that a lone surrogate is refused as every text
+    // argument is); the text signature keeps its default as callers see it.
+    #[pyo3(
+        signature = (key, value, condition = None, expiry = None, fencing_token = None, persist = false, timeout = None),
+        text_signature = "($self, key, value, condition='always', expiry=None, fencing_token=None, persist=False, timeout=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn set(
         &self,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
-        condition: &str,
+        condition: Option<&Bound<'_, PyString>>,
         expiry: Option<&Bound<'_, PyAny>>,
         fencing_token: Option<&Bound<'_, PyAny>>,
         persist: bool,
@@ -226,7 +231,10 @@ impl Client {
         let key = bytes_arg(key, "key")?;
         let value = bytes_arg(value, "value")?;
         let mut options = SetOptions::default()
-            .condition(self::condition(condition)?)
+            .condition(match condition {
+                Some(condition) => self::condition(&text(condition, "condition")?)?,
+                None => SetCondition::Always,
+            })
             .persist(persist);
         if let Some(expiry) = secs_arg(expiry, "expiry")? {
             options = options.expiry(expiry);

@@ -95,14 +95,20 @@ impl std::fmt::Display for Version {
     }
 }
 
+impl Version {
+    fn parse(text: &str) -> PyResult<Self> {
+        text.parse::<Hlc>()
+            .map(Version)
+            .map_err(|e| PyValueError::new_err(format!("not a version: {text:?}: {e}")))
+    }
+}
+
 #[pymethods]
 impl Version {
     /// Parses the text form (`wallMs:counter:node`).
     #[new]
-    fn new(text: &str) -> PyResult<Self> {
-        text.parse::<Hlc>()
-            .map(Version)
-            .map_err(|e| PyValueError::new_err(format!("not a version: {text:?}: {e}")))
+    fn new(text: &Bound<'_, PyString>) -> PyResult<Self> {
+        Self::parse(&self::text(text, "text")?)
     }
 
     /// Milliseconds since the Unix epoch.
@@ -156,8 +162,19 @@ pub fn invalid(py: Python<'_>, message: String) -> PyErr {
     crate::errors::to_py(py, &statestore::Error::InvalidArgument(message))
 }
 
+/// A `str` argument as UTF-8. A string that is not valid Unicode (a lone surrogate, which has
+/// no UTF-8 form) is core's invalid-argument error naming the argument, as in every binding,
+/// not a bare `UnicodeEncodeError`.
+pub fn text<'a>(s: &'a Bound<'_, PyString>, name: &str) -> PyResult<std::borrow::Cow<'a, str>> {
+    s.to_cow()
+        .map_err(|_| crate::errors::to_py(s.py(), &crate::api::not_unicode(name)))
+}
+
 /// A key or value argument.
 pub fn bytes_arg(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Bytes> {
+    if let Ok(s) = ob.cast::<PyString>() {
+        return Ok(Bytes::copy_from_slice(text(s, name)?.as_bytes()));
+    }
     ob.extract::<BytesArg>()
         .map(|b| b.0)
         .map_err(|e| named(ob.py(), name, e))
@@ -179,7 +196,7 @@ pub fn version_arg(ob: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option
                 return Ok(Some(v.get().0.clone()));
             }
             if let Ok(s) = ob.cast::<PyString>() {
-                return Version::new(&s.to_cow()?)
+                return Version::parse(&text(s, name)?)
                     .map(|v| Some(v.0))
                     .map_err(|e| named(ob.py(), name, e));
             }

@@ -65,6 +65,13 @@ fn connect_options() -> Vec<(&'static str, &'static str, &'static str, &'static 
         .collect()
 }
 
+/// Raises the library's `InvalidArgumentError` naming `name` if `value` is not valid Unicode
+/// (for the pure Python part's own text arguments, refused as the native ones are).
+#[pyfunction]
+fn check_text(value: &Bound<'_, pyo3::types::PyString>, name: &str) -> PyResult<()> {
+    convert::text(value, name).map(drop)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<call::Call>()?;
@@ -87,6 +94,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<logs::LogQueue>()?;
     m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
     m.add_function(wrap_pyfunction!(finalizing::exiting, m)?)?;
+    m.add_function(wrap_pyfunction!(check_text, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_set_error_factory, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;

@@ -45,13 +45,17 @@ fn to_value(
         return Ok(OptionValue::Int(value.extract()?));
     }
     if let Ok(s) = value.cast::<PyString>() {
-        return Ok(OptionValue::Str(s.to_cow()?.into_owned()));
+        return Ok(OptionValue::Str(
+            crate::convert::text(s, name)?.into_owned(),
+        ));
     }
     // Paths (os.PathLike).
     if value.hasattr("__fspath__")? {
         let path = value.call_method0("__fspath__")?;
         if let Ok(s) = path.cast::<PyString>() {
-            return Ok(OptionValue::Str(s.to_cow()?.into_owned()));
+            return Ok(OptionValue::Str(
+                crate::convert::text(s, name)?.into_owned(),
+            ));
         }
     }
     Err(PyTypeError::new_err(format!(

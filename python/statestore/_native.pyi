@@ -34,6 +34,7 @@ __all__ = [
     "Version",
     "__version__",
     "_set_error_factory",
+    "check_text",
     "connect_options",
     "error_codes",
     "exiting",
@@ -328,3 +329,4 @@ class LogQueue:
 
 def stop_logs() -> None: ...
 def exiting() -> None: ...
+def check_text(value: str, name: str) -> None: ...

@@ -28,6 +28,7 @@ except ImportError as _missing:  # the extra is not installed
         name=__name__,
     ) from _missing
 
+from . import _native
 from ._common import ClosedOnExit, ConnectOptions
 from ._async import AsyncClient
 from ._sync import Client
@@ -52,6 +53,9 @@ class LocalStateStore(ClosedOnExit):
     ) -> None:
         """Starts the store on ``host:port`` (port 0: a free port), with an optional key quota,
         an account clients must log in with, and TLS (PEM certificate chain and key)."""
+        for name, value in (("host", host), ("username", username), ("password", password)):
+            if isinstance(value, str):
+                _native.check_text(value, name)
         self._server = _server.Server.start(host, port, max_keys, username, password, tls_cert, tls_key)
 
     @property

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime
+from typing import Callable
 
 import pytest
 
 import statestore
 from statestore import AsyncClient, Client, Condition, Version
+from statestore.testing import LocalStateStore
 
 
 def test_set_get_delete(client: Client, key: str) -> None:
@@ -281,3 +283,55 @@ def test_read_only_attributes_stay_read_only(client: statestore.Client, key: str
         lease.held = True  # type: ignore[misc]
     lease.auto_renew = True
     assert lease.auto_renew is True
+
+
+LONE_SURROGATES = ["a\ud800b", "\udc00", "x\udbff"]
+
+
+def _refused(call: Callable[[], object], name: str) -> None:
+    with pytest.raises(statestore.InvalidArgumentError, match="not valid Unicode") as caught:
+        call()
+    assert name in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("bad", LONE_SURROGATES)
+def test_text_that_is_not_unicode_is_refused_naming_the_argument(
+    server: LocalStateStore, client: statestore.Client, key: str, bad: str
+) -> None:
+    version = client.set(key, "v").version
+    assert version is not None
+    _refused(lambda: client.set(bad, "v"), "key")
+    _refused(lambda: client.set(key, bad), "value")
+    _refused(lambda: client.set(key, "v", condition=bad), "condition")
+    _refused(lambda: client.set(key, "v", fencing_token=str(version) + bad), "fencing_token")
+    _refused(lambda: client.delete(key, fencing_token=str(version) + bad), "fencing_token")
+    _refused(lambda: Version(str(version) + bad), "text")
+    _refused(lambda: client.lease(bad, "me"), "key")
+    _refused(lambda: client.election(bad, "me", ttl=1.0), "name")
+    _refused(lambda: client.get(bad), "key")
+    _refused(lambda: client.vdel(key, bad), "value")
+    _refused(lambda: client.observe(bad), "key")
+    _refused(lambda: list(client.keys(bad)), "pattern")
+    _refused(lambda: client.lock(bad, ttl=1.0), "name")
+    _refused(lambda: client.lease(key, bad), "holder")
+    _refused(lambda: client.election(key, bad, ttl=1.0), "candidate")
+    _refused(lambda: statestore.Client.connect(bad, server.port), "host")
+    for option in ("client_id", "username", "password", "ca_file", "password_file", "sat_token_file"):
+        _refused(lambda: statestore.Client.connect(server.host, server.port, **{option: bad}), option)
+    _refused(lambda: LocalStateStore(username=bad, password="p"), "username")
+    _refused(lambda: LocalStateStore(username="u", password=bad), "password")
+    _refused(lambda: LocalStateStore(host=bad), "host")
+    # Nothing was written under another key.
+    assert client.get(key) is not None and client.get(key).value == b"v"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("bad", LONE_SURROGATES)
+async def test_async_text_that_is_not_unicode_is_refused(
+    server: LocalStateStore, aclient: statestore.AsyncClient, key: str, bad: str
+) -> None:
+    with pytest.raises(statestore.InvalidArgumentError, match="key.*not valid Unicode"):
+        await aclient.set(bad, "v")
+    with pytest.raises(statestore.InvalidArgumentError, match="fencing_token.*not valid Unicode"):
+        await aclient.set(key, "v", fencing_token="1:0:n" + bad)
+    with pytest.raises(statestore.InvalidArgumentError, match="host.*not valid Unicode"):
+        await statestore.AsyncClient.connect(bad, server.port)

@@ -48,3 +48,9 @@ pub use engine::EngineConfig;
 pub use error::ServerError;
 #[cfg(feature = "service")]
 pub use server::Server;
+
+/// The Rust example of this crate's README, compiled and run as a doctest, so that it stays a
+/// complete program that works as written.
+#[cfg(all(doctest, feature = "service"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;

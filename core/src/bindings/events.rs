@@ -341,6 +341,32 @@ impl EventStream {
         }
     }
 
+    /// [`EventStream::next_timeout`] that calls `check` on the waiting thread every `every`
+    /// while it waits: if `check` fails, the wait ends with that error (the stream stays as it
+    /// was). For hosts whose waiting thread must notice something only it can see.
+    pub fn next_checked(
+        &self,
+        timeout: Option<Duration>,
+        every: Duration,
+        check: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<Event>> {
+        // A limit too far away to be a point in time is no limit.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        loop {
+            let slice = match deadline {
+                Some(deadline) => every.min(deadline.saturating_duration_since(Instant::now())),
+                None => every,
+            };
+            if let Some(event) = self.next_timeout(Some(slice))? {
+                return Ok(Some(event));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            check()?;
+        }
+    }
+
     /// The next event; `None` once the stream has ended and its events are consumed.
     pub async fn next(&self) -> Option<Event> {
         loop {
@@ -451,6 +477,37 @@ mod tests {
                 std::future::pending::<()>().await;
             }
         })
+    }
+
+    #[test]
+    fn next_checked_returns_events_and_gives_up_when_the_check_fails() {
+        let stream = scripted(
+            vec![Event::new(EventKind::Set, Bytes::from_static(b"k"))],
+            false,
+        );
+        let mut ok = || Ok(());
+        let event = stream
+            .next_checked(None, Duration::from_millis(1), &mut ok)
+            .unwrap();
+        assert_eq!(event.map(|e| e.kind), Some(EventKind::Set));
+        // Nothing more comes: a limit gives None, a failing check its error.
+        let none = stream.next_checked(
+            Some(Duration::from_millis(5)),
+            Duration::from_millis(1),
+            &mut ok,
+        );
+        assert!(matches!(none, Ok(None)), "{none:?}");
+        let mut checks = 0;
+        let stopped = stream.next_checked(None, Duration::from_millis(1), &mut || {
+            checks += 1;
+            if checks < 3 {
+                Ok(())
+            } else {
+                Err(Error::Runtime("stopping".into()))
+            }
+        });
+        assert!(matches!(stopped, Err(Error::Runtime(_))), "{stopped:?}");
+        assert!(!stream.is_closed(), "the stream stays open");
     }
 
     fn set(value: &'static str) -> Event {

@@ -34,3 +34,13 @@ pub use events::{Event, EventKind, EventStream};
 pub use handles::HandleTable;
 pub use options::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
 pub use pending::{Canceller, Pending};
+
+/// The error for a text argument that is not valid Unicode (a string holding a lone UTF-16
+/// surrogate, which has no UTF-8 form). Every binding refuses such a string with this error
+/// rather than sending a replacement character (a different key than the caller meant).
+pub fn not_unicode(name: &str) -> crate::Error {
+    crate::Error::InvalidArgument(format!(
+        "{name}: the string is not valid Unicode (it holds a lone surrogate, which has no UTF-8 \
+         form); pass valid text, or bytes where the argument takes bytes"
+    ))
+}

@@ -250,13 +250,28 @@ impl<T: Send + 'static> Pending<T> {
     ///
     /// Fails with [`Error::Runtime`] where blocking is refused (see [`crate::runtime`]) and in
     /// a forked child for a call of the parent.
-    pub fn wait(mut self) -> Result<T> {
+    pub fn wait(self) -> Result<T> {
+        self.wait_inner(None)
+    }
+
+    /// [`Pending::wait`] that calls `check` on the waiting thread every `every` while the call
+    /// runs: if `check` fails, the call is cancelled (its future dropped) and that error is
+    /// returned. For hosts whose waiting thread must notice something only it can see (a
+    /// signal to handle, its environment being torn down).
+    pub fn wait_checked(self, every: Duration, check: &mut dyn FnMut() -> Result<()>) -> Result<T> {
+        self.wait_inner(Some((every, check)))
+    }
+
+    fn wait_inner(
+        mut self,
+        check: Option<(Duration, &mut dyn FnMut() -> Result<()>)>,
+    ) -> Result<T> {
         self.check_waitable()?;
         let Some(mut call) = self.call.take() else {
-            return self.wait_started();
+            return self.wait_started(check);
         };
         let slot = self.slot.clone();
-        runtime::block_on(std::future::poll_fn(move |cx| {
+        let work = std::future::poll_fn(move |cx| {
             // A cancellation from another thread completes the slot and wakes this poll.
             if let Poll::Ready(result) = slot.poll_result(cx) {
                 return Poll::Ready(result);
@@ -272,20 +287,57 @@ impl<T: Send + 'static> Pending<T> {
                     slot.poll_result(cx)
                 }
             }
-        }))?
+        });
+        let Some((every, check)) = check else {
+            return runtime::block_on(work)?;
+        };
+        let outcome = runtime::block_on(async move {
+            let mut work = std::pin::pin!(work);
+            loop {
+                tokio::select! {
+                    result = &mut work => return Ok(result),
+                    () = tokio::time::sleep(every) => check()?,
+                }
+            }
+        })?;
+        outcome.unwrap_or_else(|stopped| {
+            // The call's future was dropped with the wait: it completes as cancelled.
+            self.slot.cancel();
+            Err(stopped)
+        })
     }
 
-    fn wait_started(self) -> Result<T> {
+    fn wait_started(
+        self,
+        mut check: Option<(Duration, &mut dyn FnMut() -> Result<()>)>,
+    ) -> Result<T> {
         let mut state = self.slot.lock();
         loop {
             if let Some(result) = Slot::take(&mut state) {
                 return result;
             }
-            state = self
-                .slot
-                .done
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+            state = match check.as_mut() {
+                None => self
+                    .slot
+                    .done
+                    .wait(state)
+                    .unwrap_or_else(|e| e.into_inner()),
+                Some((every, check)) => {
+                    let (state, waited) = self
+                        .slot
+                        .done
+                        .wait_timeout(state, *every)
+                        .unwrap_or_else(|e| e.into_inner());
+                    if waited.timed_out() {
+                        if let Err(error) = check() {
+                            drop(state);
+                            self.slot.cancel();
+                            return Err(error);
+                        }
+                    }
+                    state
+                }
+            };
         }
     }
 
@@ -474,6 +526,51 @@ mod tests {
             }
         };
         assert_eq!(result.unwrap(), 1);
+    }
+
+    #[test]
+    fn wait_checked_returns_the_result_or_gives_up_when_the_check_fails() {
+        let mut checks = 0;
+        let result = slow(7).wait_checked(Duration::from_millis(1), &mut || {
+            checks += 1;
+            Ok(())
+        });
+        assert_eq!(result.unwrap(), 7);
+
+        // A call that never completes: the wait ends with the check's error, the call is
+        // cancelled (its future dropped).
+        let (dropped, gone) = mpsc::channel::<()>();
+        let never = Pending::<u32>::spawn(async move {
+            let _guard = DropSignal(dropped);
+            std::future::pending::<()>().await;
+            Ok(0)
+        });
+        let canceller_view = never.canceller();
+        let mut checks = 0;
+        let result = never.wait_checked(Duration::from_millis(1), &mut || {
+            checks += 1;
+            if checks < 3 {
+                Ok(())
+            } else {
+                Err(Error::Runtime("stopping".into()))
+            }
+        });
+        assert!(
+            matches!(result, Err(Error::Runtime(ref m)) if m == "stopping"),
+            "{result:?}"
+        );
+        assert_eq!(checks, 3);
+        gone.recv_timeout(Duration::from_secs(5))
+            .expect("the call's future is dropped");
+        canceller_view.cancel(); // idempotent on a call already cancelled
+    }
+
+    struct DropSignal(mpsc::Sender<()>);
+
+    impl Drop for DropSignal {
+        fn drop(&mut self) {
+            self.0.send(()).ok();
+        }
     }
 
     #[test]

@@ -5,8 +5,9 @@
 # language's own import or link path.
 #   Python  pip installs the wheel for an aarch64 platform (the tags must fit), Debian's arm64
 #           python3.11 imports statestore from it: version, set, get
-#   Node    npm installs the root package and the arm64 platform package for linux/arm64,
-#           Debian's arm64 node requires mqtt-statestore: version, set, get
+#   Node    npm installs the root package and the arm64 platform package, Debian's arm64 node
+#           requires mqtt-statestore (napi-rs's loader picks the platform package): version,
+#           set, get
 #   C       the README's program, built by aarch64-linux-gnu-gcc with pkg-config against the
 #           unpacked tarball and against the .deb's files: set, get
 # The arm64 interpreters come from Debian's packages (scripts/lib/arm64.sh). ARM64_DIST names
@@ -102,8 +103,8 @@ run "python3.11 (aarch64): import statestore, set, get" 300 env PYTHONPATH="$wor
   "${qemu_root[@]}" "$ARM64_ROOT/usr/bin/python3.11" -S "$work/smoke.py" "$VERSION" "$port"
 step python
 
-# --- Node: npm resolves the platform package for linux/arm64 from the root package's
-# optionalDependencies (both tarballs offered, as a registry would).
+# --- Node: npm installs the root package and the arm64 platform package (what npm fetches on
+# an arm64 machine); napi-rs's loader in the root package must find the addon by that name.
 echo "== node ($(basename "$node_platform"))"
 mkdir -p "$work/node"
 (cd "$work/node" && npm init -y >/dev/null)

@@ -68,9 +68,13 @@ run() {
 qemu_root=(qemu-aarch64 -L "$ARM64_ROOT")
 
 # --- the server (x86_64) on a free loopback port
-cargo build --quiet -p statestore-server
-target_dir="$(cargo metadata --format-version 1 --no-deps | "$PKG_PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-"$target_dir/debug/statestore-server" --listen 127.0.0.1:0 --log-level warn >"$work/server.log" 2>&1 &
+# STATESTORE_SERVER_BIN names a server binary already built (as for scripts/test-node.sh).
+server_bin="${STATESTORE_SERVER_BIN:-}"
+if [ -z "$server_bin" ]; then
+  cargo build --quiet -p statestore-server
+  server_bin="$(cargo metadata --format-version 1 --no-deps | "$PKG_PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/statestore-server"
+fi
+"$server_bin" --listen 127.0.0.1:0 --log-level warn >"$work/server.log" 2>&1 &
 server_pid=$!
 port=""
 deadline=$((SECONDS + 60))

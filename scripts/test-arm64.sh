@@ -108,12 +108,13 @@ run "python3.11 (aarch64): import statestore, set, get" 300 env PYTHONPATH="$wor
 step python
 
 # --- Node: npm installs the root package and the arm64 platform package (what npm fetches on
-# an arm64 machine); napi-rs's loader in the root package must find the addon by that name.
+# an arm64 machine; --force: npm refuses a package whose "cpu" is not this machine's, which is
+# the point of the field); napi-rs's loader in the root package must find the addon by name.
 echo "== node ($(basename "$node_platform"))"
 mkdir -p "$work/node"
 (cd "$work/node" && npm init -y >/dev/null)
-run "npm installs mqtt-statestore for linux/arm64" 300 bash -c "cd '$work/node' &&
-  npm install --no-package-lock --loglevel=error --os=linux --cpu=arm64 --libc=glibc \
+run "npm installs mqtt-statestore with its arm64 platform package" 300 bash -c "cd '$work/node' &&
+  npm install --no-package-lock --loglevel=error --force \
     '$node_root' '$node_platform' &&
   ls node_modules/mqtt-statestore-linux-arm64-gnu/*.node"
 cat >"$work/node/smoke.js" <<'JS'

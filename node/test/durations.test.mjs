@@ -3,29 +3,19 @@
 // Infinity and numbers too large for any clock mean no limit for a wait, and are refused as too
 // long where the time is sent to the service (expiry, TTL).
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 
-import { Client, startLocalServer, unique } from './helpers.mjs'
+import { Client, sharedServer, unique } from './helpers.mjs'
 
 const T = { timeout: 30_000 }
 const BAD = [-1, -0.5, -Infinity, NaN]
 const HUGE = [Infinity, 2 ** 63, 1e308, 1.8e22]
-let server
-let client
-
-before(async () => {
-  server = await startLocalServer()
-  client = await Client.connect(server.connectOptions)
-})
-after(async () => {
-  await client?.close()
-  await server?.stop()
-})
+const shared = sharedServer()
 
 function nextAfterSet(key, timeout) {
-  const observation = client.observeSync(key)
+  const observation = shared.client.observeSync(key)
   try {
-    client.setSync(key, 'v')
+    shared.client.setSync(key, 'v')
     const event = observation.nextSync({ timeout })
     assert.equal(event?.key.toString(), key)
   } finally {
@@ -35,29 +25,29 @@ function nextAfterSet(key, timeout) {
 
 // Waits: a huge value is no limit, so each of these must simply complete.
 const WAITS = {
-  'setSync timeout': (k, t) => client.setSync(k, 'v', { timeout: t }),
-  'set timeout': (k, t) => client.set(k, 'v', { timeout: t }),
-  'getSync timeout': (k, t) => client.getSync(k, { timeout: t }),
-  'get timeout': (k, t) => client.get(k, { timeout: t }),
-  'deleteSync timeout': (k, t) => client.deleteSync(k, { timeout: t }),
-  'vdel timeout': (k, t) => client.vdel(k, 'v', { timeout: t }),
+  'setSync timeout': (k, t) => shared.client.setSync(k, 'v', { timeout: t }),
+  'set timeout': (k, t) => shared.client.set(k, 'v', { timeout: t }),
+  'getSync timeout': (k, t) => shared.client.getSync(k, { timeout: t }),
+  'get timeout': (k, t) => shared.client.get(k, { timeout: t }),
+  'deleteSync timeout': (k, t) => shared.client.deleteSync(k, { timeout: t }),
+  'vdel timeout': (k, t) => shared.client.vdel(k, 'v', { timeout: t }),
   'nextSync timeout': (k, t) => nextAfterSet(k, t),
-  'lock timeout': (k, t) => client.createLock(k, { ttl: 5000, timeout: t }).lockSync().releaseSync(),
-  'lease acquireSync timeout': (k, t) => client.lease(k, 'me').acquireSync({ ttl: 5000, timeout: t }),
-  'lease acquire timeout': (k, t) => client.lease(k, 'me').acquire({ ttl: 5000, timeout: t }),
-  'lease lostSync timeout': (k, t) => client.lease(k, 'me').lostSync({ timeout: t }),
-  'lease lost timeout': (k, t) => client.lease(k, 'me').lost({ timeout: t }),
-  'campaignSync timeout': (k, t) => client.election(k, 'me', { ttl: 5000 }).campaignSync({ timeout: t }),
+  'lock timeout': (k, t) => shared.client.createLock(k, { ttl: 5000, timeout: t }).lockSync().releaseSync(),
+  'lease acquireSync timeout': (k, t) => shared.client.lease(k, 'me').acquireSync({ ttl: 5000, timeout: t }),
+  'lease acquire timeout': (k, t) => shared.client.lease(k, 'me').acquire({ ttl: 5000, timeout: t }),
+  'lease lostSync timeout': (k, t) => shared.client.lease(k, 'me').lostSync({ timeout: t }),
+  'lease lost timeout': (k, t) => shared.client.lease(k, 'me').lost({ timeout: t }),
+  'campaignSync timeout': (k, t) => shared.client.election(k, 'me', { ttl: 5000 }).campaignSync({ timeout: t }),
 }
 
 // Times sent to the service: a huge value is refused before anything is sent.
 const SENT = {
-  'setSync expiry': (k, t) => client.setSync(k, 'v', { expiry: t }),
-  'set expiry': (k, t) => client.set(k, 'v', { expiry: t }),
-  'lock ttl': (k, t) => client.createLock(k, { ttl: t }).lockSync(),
-  'lease tryAcquireSync ttl': (k, t) => client.lease(k, 'me').tryAcquireSync({ ttl: t }),
-  'lease acquire ttl': (k, t) => client.lease(k, 'me').acquire({ ttl: t }),
-  'election ttl': (k, t) => client.election(k, 'me', { ttl: t }).campaignSync(),
+  'setSync expiry': (k, t) => shared.client.setSync(k, 'v', { expiry: t }),
+  'set expiry': (k, t) => shared.client.set(k, 'v', { expiry: t }),
+  'lock ttl': (k, t) => shared.client.createLock(k, { ttl: t }).lockSync(),
+  'lease tryAcquireSync ttl': (k, t) => shared.client.lease(k, 'me').tryAcquireSync({ ttl: t }),
+  'lease acquire ttl': (k, t) => shared.client.lease(k, 'me').acquire({ ttl: t }),
+  'election ttl': (k, t) => shared.client.election(k, 'me', { ttl: t }).campaignSync(),
 }
 
 /** Runs `call` (sync or Promise) and returns what it threw or rejected with, or undefined. */
@@ -95,18 +85,18 @@ describe('durations follow one rule in every option', () => {
         const error = await outcome(() => call(key, huge))
         assert.equal(error?.code, 'STATESTORE_INVALID_ARGUMENT', `${name} ${huge}: ${error}`)
         assert.match(error.message, /too long/)
-        assert.equal(client.getSync(key), null)
+        assert.equal(shared.client.getSync(key), null)
       }
     })
   }
   test('connect options read durations by the same rule', T, async () => {
     for (const defaultTimeout of [Infinity, 1.8e22]) {
-      const other = await Client.connect({ ...server.connectOptions, defaultTimeout })
+      const other = await Client.connect({ ...shared.server.connectOptions, defaultTimeout })
       assert.equal(await other.get(unique('dur')), null)
       await other.close()
     }
     for (const bad of [-1, NaN]) {
-      await assert.rejects(Client.connect({ ...server.connectOptions, defaultTimeout: bad }), {
+      await assert.rejects(Client.connect({ ...shared.server.connectOptions, defaultTimeout: bad }), {
         code: 'STATESTORE_INVALID_ARGUMENT',
         message: /defaultTimeout|default_timeout/,
       })

@@ -6,6 +6,7 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { after, before } from 'node:test'
 
 import { Client } from 'mqtt-statestore'
 import { startLocalServer } from 'mqtt-statestore/testing'
@@ -25,6 +26,23 @@ export function deadline(promise, ms, what) {
       timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms)
     }),
   ]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * The local state store and one client for a test file: started before its tests, closed and
+ * stopped after them. Read `server` and `client` from the returned object inside tests.
+ */
+export function sharedServer() {
+  const shared = { server: undefined, client: undefined }
+  before(async () => {
+    shared.server = await startLocalServer()
+    shared.client = await Client.connect(shared.server.connectOptions)
+  })
+  after(async () => {
+    await shared.client?.close()
+    await shared.server?.stop()
+  })
+  return shared
 }
 
 let counter = 0

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds tests/c/package_smoke.c and package_smoke.cpp against an installed libstatestore the
 # way its README tells users to, and runs them against a state store: scripts/test-c.sh runs it
-# on the prebuilt packages (tarball, .deb) with no Rust toolchain on PATH. Where pkg-config and
-# CMake look is the caller's environment (PKG_CONFIG_PATH, CMAKE_PREFIX_PATH, or nothing).
+# on the prebuilt packages (tarball, .deb) with no Rust toolchain on PATH, and (pkg-config mode)
+# the C program under valgrind with only the suppressions installed with the library. Where
+# pkg-config and CMake look is the caller's environment (PKG_CONFIG_PATH, CMAKE_PREFIX_PATH, or
+# nothing).
 # Usage: package-smoke.sh pkg-config|cmake OUT PORT VERSION   (from the repository root)
 set -euo pipefail
 mode="$1" out="$2" port="$3" version="$4"
@@ -46,3 +48,14 @@ esac
 for program in "${programs[@]}"; do
   "$program" "$port" "$version"
 done
+if [ "$mode" = pkg-config ]; then
+  # A user's leak check of a program that frees everything and calls statestore_shutdown():
+  # with no suppressions at all nothing is definitely lost, and with the one installed with the
+  # library (none of the project's) nothing is possibly lost either.
+  vg=(valgrind --quiet --leak-check=full --error-exitcode=1)
+  "${vg[@]}" --errors-for-leak-kinds=definite --show-leak-kinds=definite "$out/smoke_c" "$port" "$version"
+  supp="$(pkg-config --variable=valgrind_suppressions statestore)"
+  test -f "$supp"
+  "${vg[@]}" --errors-for-leak-kinds=definite,possible --suppressions="$supp" \
+    "$out/smoke_c" "$port" "$version"
+fi

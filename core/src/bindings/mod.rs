@@ -14,6 +14,7 @@
 //! - [`HandleTable`]: ids with generations for handles given to C, so that a stale or freed
 //!   handle is an error code rather than memory corruption.
 //! - [`logs`]: the library's `tracing` records forwarded to the host's logger.
+//! - [`shutdown`]: the library's threads ended and joined, for hosts that must leave none.
 //!
 //! Also used by bindings from elsewhere in the crate: [`crate::lease::UpdateTxn`] (a lock
 //! update in two phases, for callbacks that cannot be Rust closures) and
@@ -31,3 +32,24 @@ pub use events::{Event, EventKind, EventStream};
 pub use handles::HandleTable;
 pub use options::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
 pub use pending::{Canceller, Pending};
+
+/// Ends the library's threads in this process and joins them: the internal runtime's (its tasks
+/// are dropped; blocking jobs get up to `grace`) and the dispatcher's (after the callbacks
+/// already queued). The next call that needs them starts them again. The host makes sure
+/// nothing of the library is in use: a client still open loses its connection's tasks.
+///
+/// Fails with [`Error::Runtime`](crate::Error::Runtime), changing nothing, on the dispatcher
+/// thread (inside a callback), on the runtime's own threads, and while another thread is in a
+/// call.
+pub fn shutdown(grace: std::time::Duration) -> crate::Result<()> {
+    if dispatch::on_dispatcher() {
+        return Err(crate::Error::Runtime(
+            "the library cannot be shut down from one of its callbacks, which run on its own \
+             threads: shut down after the callback returns"
+                .into(),
+        ));
+    }
+    crate::runtime::shutdown(grace)?;
+    dispatch::stop();
+    Ok(())
+}

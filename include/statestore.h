@@ -872,8 +872,9 @@ const char *statestore_version(void);
  * Later calls work: the library starts its threads again when it next needs them.
  *
  * Fails with `STATESTORE_ERR_RUNTIME`, changing nothing, while a handle other than options
- * is live (the message counts them), inside any callback of this library, or while another
- * thread is in a call.
+ * is live (the message counts them) and inside any callback of this library. Call it when no
+ * other thread uses the library: a call that another thread is starting meanwhile (a
+ * connect) fails.
  */
 statestore_status statestore_shutdown(void);
 

@@ -51,8 +51,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Later calls work: the library starts its threads again when it next needs them.
 ///
 /// Fails with `STATESTORE_ERR_RUNTIME`, changing nothing, while a handle other than options
-/// is live (the message counts them), inside any callback of this library, or while another
-/// thread is in a call.
+/// is live (the message counts them) and inside any callback of this library. Call it when no
+/// other thread uses the library: a call that another thread is starting meanwhile (a
+/// connect) fails.
 #[no_mangle]
 pub extern "C" fn statestore_shutdown() -> statestore_status {
     entry(|| {

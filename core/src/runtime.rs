@@ -134,7 +134,8 @@ pub fn runtime() -> Result<Arc<Runtime>> {
 ///
 /// For hosts that must leave no thread behind (a C program checked with valgrind). Fails with
 /// [`Error::Runtime`] where blocking is not allowed ([`ensure_blocking_allowed`]) and while
-/// another thread is inside a call that holds the runtime (the runtime is then left running).
+/// another thread holds the runtime itself (the runtime is then left running); the host makes
+/// sure no call is running, since one would lose its tasks.
 pub fn shutdown(grace: std::time::Duration) -> Result<()> {
     ensure_blocking_allowed()?;
     let pid = current_pid();

@@ -39,8 +39,8 @@ pub use pending::{Canceller, Pending};
 /// nothing of the library is in use: a client still open loses its connection's tasks.
 ///
 /// Fails with [`Error::Runtime`](crate::Error::Runtime), changing nothing, on the dispatcher
-/// thread (inside a callback), on the runtime's own threads, and while another thread is in a
-/// call.
+/// thread (inside a callback), on the runtime's own threads, and while another thread holds the
+/// runtime (building it, or spawning on it); a call another thread starts meanwhile fails.
 pub fn shutdown(grace: std::time::Duration) -> crate::Result<()> {
     if dispatch::on_dispatcher() {
         return Err(crate::Error::Runtime(

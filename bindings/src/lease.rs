@@ -71,10 +71,7 @@ pub(crate) static GUARDS: Handles<GuardState> = Handles::new(5, "statestore_lock
 pub(crate) static LEASES: Handles<LeaseState> = Handles::new(6, "statestore_lease");
 pub(crate) static ELECTIONS: Handles<ElectionState> = Handles::new(7, "statestore_election");
 /// The buffers of the update functions running now: a handle lives only for its call.
-static BUFFERS: Handles<Mutex<Bytes>> = Handles::new(
-    8,
-    "statestore_buffer (only the one passed to a running update function is)",
-);
+static BUFFERS: Handles<Mutex<Bytes>> = Handles::new(8, "statestore_buffer");
 
 /// Completion of the acquisitions that give a fencing token: `fencing_token` is borrowed
 /// for the callback (NULL on failure).
@@ -388,6 +385,8 @@ fn decide(
         .map_or(std::ptr::null(), |o| &o.view as *const _);
     let slot = Arc::new(Mutex::new(Bytes::new()));
     let buffer: *mut statestore_buffer = BUFFERS.insert(slot.clone());
+    // SAFETY: the caller of the update function promised it may be called with user_data;
+    // old_view lives until the end of this function, and buffer is a handle, not memory.
     let action = unsafe { update(user.get(), old_view, buffer) };
     // The handle ends with the call: a buffer pointer kept for later is refused from now on.
     let _ = BUFFERS.remove(buffer, "buffer");

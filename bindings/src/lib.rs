@@ -46,8 +46,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Ends the library's threads and waits until they have exited, for a program that must leave
 /// no thread behind: call it last, once every handle other than options is freed (clients,
 /// observations, locks, guards, leases, elections). A leak checker then finds nothing of the
-/// library's but memory still reachable (valgrind: no "definitely" or "possibly lost" block;
-/// the library's suppression file `share/statestore/valgrind.supp` covers what glibc keeps).
+/// library's but memory still reachable (valgrind: no "definitely" or "possibly lost" block,
+/// without suppressions).
 /// Later calls work: the library starts its threads again when it next needs them.
 ///
 /// Fails with `STATESTORE_ERR_RUNTIME`, changing nothing, while a handle other than options

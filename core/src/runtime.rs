@@ -22,7 +22,8 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 
 use once_cell::sync::Lazy;
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -196,7 +197,51 @@ pub fn block_on<F: Future>(future: F) -> Result<F::Output> {
     ensure_blocking_allowed()?;
     let handle = handle()?;
     let _context = handle.enter();
-    Ok(pollster::block_on(future))
+    Ok(poll_until_done(future))
+}
+
+/// Wakes the thread in [`poll_until_done`]: a flag and a condition variable. Parking the thread
+/// instead (as `pollster` and `futures::executor` do) makes the standard library keep a handle
+/// of the caller's thread in its thread-local storage for the rest of the thread's life; for a
+/// C program's main thread that block is never freed, and valgrind reports it as "possibly
+/// lost" at exit even after `statestore_shutdown()`.
+#[derive(Default)]
+struct Signal {
+    woken: Mutex<bool>,
+    condvar: Condvar,
+}
+
+impl Wake for Signal {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // A flag under a mutex: a poisoned lock still holds a valid bool.
+        *self.woken.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.condvar.notify_one();
+    }
+}
+
+/// Polls `future` on the calling thread until it is ready, sleeping while it waits.
+fn poll_until_done<F: Future>(future: F) -> F::Output {
+    let signal = Arc::new(Signal::default());
+    let waker = Waker::from(signal.clone());
+    let mut context = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        let mut woken = signal.woken.lock().unwrap_or_else(|e| e.into_inner());
+        while !*woken {
+            woken = signal
+                .condvar
+                .wait(woken)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        *woken = false;
+    }
 }
 
 /// Fails where a blocking wait would stall an executor: on the internal runtime's threads, and

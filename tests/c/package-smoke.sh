@@ -57,14 +57,4 @@ if [ "$mode" = pkg-config ]; then
   supp="$(pkg-config --variable=valgrind_suppressions statestore)"
   test -f "$supp"
   "${vg[@]}" --suppressions="$supp" "$out/smoke_c" "$port" "$version"
-fig ]; then
-  # A user's leak check of a program that frees everything and calls statestore_shutdown():
-  # with no suppressions at all nothing is definitely lost, and with the one installed with the
-  # library (none of the project's) nothing is possibly lost either.
-  vg=(valgrind --quiet --leak-check=full --error-exitcode=1)
-  "${vg[@]}" --errors-for-leak-kinds=definite --show-leak-kinds=definite "$out/smoke_c" "$port" "$version"
-  supp="$(pkg-config --variable=valgrind_suppressions statestore)"
-  test -f "$supp"
-  "${vg[@]}" --errors-for-leak-kinds=definite,possible --suppressions="$supp" \
-    "$out/smoke_c" "$port" "$version"
 fi

@@ -65,7 +65,14 @@
  *   others: they run after the current callback returns). C++ exceptions must not leave a
  *   callback. Opt-in: a client connected with `STATESTORE_CALLBACKS_INLINE` runs its
  *   completions on the library thread that completed each call instead, where they must not
- *   block (see `statestore_options_set_callback_mode()`).
+ *   block (see `statestore_options_set_callback_mode()`). A log callback
+ *   (`statestore_set_log_callback()`) may call only `statestore_status_name()`,
+ *   `statestore_status_description()`, `statestore_version()` and
+ *   `statestore_last_error_message()`. A call refused in a callback
+ *   (`STATESTORE_ERR_RUNTIME`) changes nothing: a client it tried to free stays valid.
+ * - SHUTDOWN. The library runs threads of its own. `statestore_shutdown()`, called once
+ *   every handle but options is freed, ends them and waits for them, so that a leak checker
+ *   finds nothing of the library's lost; the next call starts them again.
  * - PANICS. No Rust panic crosses into C: a bug in the library is caught at the boundary
  *   and reported as `STATESTORE_ERR_INTERNAL`.
  * - FORK. A process that forks keeps working: the parent is unaffected, and the child gets
@@ -487,7 +494,9 @@ typedef int32_t statestore_callback_mode;
 #endif // __cplusplus
 
 /**
- * Where an update function puts the new value (only valid during the call).
+ * Where an update function puts the new value: a handle valid only during that call (any
+ * other pointer, or one kept from an earlier call, is refused with
+ * `STATESTORE_ERR_INVALID_ARGUMENT`).
  */
 typedef struct statestore_buffer statestore_buffer;
 
@@ -761,7 +770,11 @@ typedef void (*statestore_token_cb)(void *user_data,
 /**
  * A log callback: `level` is a `statestore_log_level`, `target` the library module,
  * `message` the text; both strings are borrowed for the call. It may run on any thread,
- * several at once.
+ * several at once, also inside a call of this library (with the library's own locks held).
+ * So it may call only `statestore_status_name()`, `statestore_status_description()`,
+ * `statestore_version()` and `statestore_last_error_message()`: every other function fails
+ * there with `STATESTORE_ERR_RUNTIME` and changes nothing (a client it tries to free or
+ * close stays open and valid). Record what you need and act after the callback returns.
  */
 typedef void (*statestore_log_cb)(void *user_data,
                                   int32_t level,
@@ -852,6 +865,21 @@ extern "C" {
 const char *statestore_version(void);
 
 /**
+ * Ends the library's threads and waits until they have exited, for a program that must leave
+ * no thread behind: call it last, once every handle other than options is freed (clients,
+ * observations, locks, guards, leases, elections). A leak checker then finds nothing of the
+ * library's but memory still reachable (valgrind: no "definitely" or "possibly lost" block,
+ * without suppressions).
+ * Later calls work: the library starts its threads again when it next needs them.
+ *
+ * Fails with `STATESTORE_ERR_RUNTIME`, changing nothing, while a handle other than options
+ * is live (the message counts them) and inside any callback of this library. Call it when no
+ * other thread uses the library: a call that another thread is starting meanwhile (a
+ * connect) fails.
+ */
+statestore_status statestore_shutdown(void);
+
+/**
  * Connects to the broker with `options` (not consumed: free it when convenient) and waits
  * until the connection is up or the options' default timeout passes. On success `*client`
  * is a new client (free it with `statestore_client_free()`); on failure it is NULL.
@@ -889,7 +917,8 @@ statestore_status statestore_close(struct statestore_client *client);
 /**
  * Closes the client (see `statestore_close()`) if it is open, then frees the handle. NULL
  * does nothing. Locks, leases, elections and observations created from it must still be
- * freed.
+ * freed. A free that fails changes nothing: where the client cannot be closed (inside an
+ * inline or a log callback: `STATESTORE_ERR_RUNTIME`) it stays open and its handle valid.
  *
  * # Safety
  * No pointer is dereferenced.
@@ -1154,8 +1183,7 @@ statestore_status statestore_lock_acquire_async(const struct statestore_lock *lo
  * is 0). Call it from an update function only.
  *
  * # Safety
- * `buffer` must be the buffer passed to the running update function; `data` valid for
- * `len` bytes.
+ * `data` valid for `len` bytes; `buffer` is checked, never dereferenced.
  */
 statestore_status statestore_buffer_set(struct statestore_buffer *buffer,
                                         const uint8_t *data,

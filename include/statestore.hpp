@@ -881,6 +881,10 @@ private:
     detail::Handle<statestore_client, statestore_client_free> handle_;
 };
 
+/// statestore_shutdown(): ends the library's threads once every handle but Options is gone
+/// (for a leak-checked program's last line); throws Error while any is live or in a callback.
+inline void shutdown() { detail::check(statestore_shutdown()); }
+
 }  // namespace statestore
 
 #endif

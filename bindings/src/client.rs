@@ -122,6 +122,11 @@ thread_local! {
     static STARTING: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Whether a callback of this library runs on this thread.
+pub(crate) fn in_callback() -> bool {
+    IN_CALLBACK.with(Cell::get)
+}
+
 /// Runs a C callback (through `call`): marks the thread as inside a callback and keeps any
 /// panic of the translation code from unwinding into the dispatcher.
 pub(crate) fn run_callback(call: impl FnOnce()) {
@@ -262,6 +267,8 @@ impl ClientState {
                     .into(),
             ));
         }
+        // Before the client is marked closing: a close refused here leaves it open.
+        runtime::ensure_blocking_allowed()?;
         let first = {
             let _calls = self.lock_calls();
             !self.closing.swap(true, Ordering::AcqRel)
@@ -374,7 +381,8 @@ pub unsafe extern "C" fn statestore_close(client: *mut statestore_client) -> sta
 
 /// Closes the client (see `statestore_close()`) if it is open, then frees the handle. NULL
 /// does nothing. Locks, leases, elections and observations created from it must still be
-/// freed.
+/// freed. A free that fails changes nothing: where the client cannot be closed (inside an
+/// inline or a log callback: `STATESTORE_ERR_RUNTIME`) it stays open and its handle valid.
 ///
 /// # Safety
 /// No pointer is dereferenced.
@@ -382,13 +390,20 @@ pub unsafe extern "C" fn statestore_close(client: *mut statestore_client) -> sta
 pub unsafe extern "C" fn statestore_client_free(
     client: *mut statestore_client,
 ) -> statestore_status {
-    entry(
-        || match refuse_in_inline_callback().and_then(|()| CLIENTS.remove(client, "client"))? {
-            // In a child after fork() there is nothing to close: the connection is the parent's.
-            Some(state) if state.created_here() => state.close(),
-            _ => Ok(()),
-        },
-    )
+    entry(|| {
+        refuse_in_inline_callback()?;
+        if client.is_null() {
+            return Ok(());
+        }
+        let state = CLIENTS.get(client, "client")?;
+        // Closed before the handle goes, so that a free that fails leaves a handle that still
+        // works. In a child after fork() there is nothing to close: the connection is the
+        // parent's.
+        if state.created_here() {
+            state.close()?;
+        }
+        CLIENTS.remove(client, "client").map(drop)
+    })
 }
 
 /// The MQTT client id (generated when the options had none). `*client_id` is borrowed: valid
@@ -690,7 +705,17 @@ unsafe fn set_options(options: *const statestore_set_options) -> Result<SetOptio
     if options.has_timeout {
         set = set.timeout(Duration::from_millis(options.timeout_ms));
     }
-    Ok(set.persist(options.persist))
+    let set = set.persist(options.persist);
+    set.validate().map_err(refused_option)?;
+    Ok(set)
+}
+
+/// A per-call option that core refused, said to be one of `options`.
+fn refused_option(error: Error) -> Error {
+    match error {
+        Error::InvalidArgument(message) => Error::InvalidArgument(format!("options: {message}")),
+        other => other,
+    }
 }
 
 unsafe fn delete_options(options: *const statestore_delete_options) -> Result<DeleteOptions> {
@@ -704,6 +729,7 @@ unsafe fn delete_options(options: *const statestore_delete_options) -> Result<De
     if options.has_timeout {
         delete = delete.timeout(Duration::from_millis(options.timeout_ms));
     }
+    delete.validate().map_err(refused_option)?;
     Ok(delete)
 }
 
@@ -756,7 +782,10 @@ unsafe fn get_op(
     key_len: usize,
     timeout_ms: i64,
 ) -> Result<Call<Option<Value>, Option<OwnedValue>>> {
-    let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
+    let timeout = match u64::try_from(timeout_ms) {
+        Ok(ms) => Some(util::positive_millis(ms, "timeout_ms")?),
+        Err(_) => None,
+    };
     let get = move |client: Client, key| async move { client.get_with_timeout(key, timeout).await };
     unsafe {
         key_op(client, key, key_len, "key", get, |found| {

@@ -66,10 +66,12 @@ pub(crate) struct ElectionState {
     election: Election,
 }
 
-static LOCKS: Handles<LockState> = Handles::new(4, "statestore_lock");
-static GUARDS: Handles<GuardState> = Handles::new(5, "statestore_lock_guard");
-static LEASES: Handles<LeaseState> = Handles::new(6, "statestore_lease");
-static ELECTIONS: Handles<ElectionState> = Handles::new(7, "statestore_election");
+pub(crate) static LOCKS: Handles<LockState> = Handles::new(4, "statestore_lock");
+pub(crate) static GUARDS: Handles<GuardState> = Handles::new(5, "statestore_lock_guard");
+pub(crate) static LEASES: Handles<LeaseState> = Handles::new(6, "statestore_lease");
+pub(crate) static ELECTIONS: Handles<ElectionState> = Handles::new(7, "statestore_election");
+/// The buffers of the update functions running now: a handle lives only for its call.
+static BUFFERS: Handles<Mutex<Bytes>> = Handles::new(8, "statestore_buffer");
 
 /// Completion of the acquisitions that give a fencing token: `fencing_token` is borrowed
 /// for the callback (NULL on failure).
@@ -270,7 +272,9 @@ pub enum statestore_update_action {
     STATESTORE_UPDATE_ABORT = 2,
 }
 
-/// Where an update function puts the new value (only valid during the call).
+/// Where an update function puts the new value: a handle valid only during that call (any
+/// other pointer, or one kept from an earlier call, is refused with
+/// `STATESTORE_ERR_INVALID_ARGUMENT`).
 pub struct statestore_buffer {
     _private: [u8; 0],
 }
@@ -279,8 +283,7 @@ pub struct statestore_buffer {
 /// is 0). Call it from an update function only.
 ///
 /// # Safety
-/// `buffer` must be the buffer passed to the running update function; `data` valid for
-/// `len` bytes.
+/// `data` valid for `len` bytes; `buffer` is checked, never dereferenced.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_buffer_set(
     buffer: *mut statestore_buffer,
@@ -288,11 +291,9 @@ pub unsafe extern "C" fn statestore_buffer_set(
     len: usize,
 ) -> statestore_status {
     entry(|| {
-        if buffer.is_null() {
-            return Err(null("buffer"));
-        }
+        let slot = BUFFERS.get(buffer, "buffer")?;
         let value = unsafe { util::bytes(data, len, "data") }?;
-        unsafe { *buffer.cast::<Bytes>() = value };
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = value;
         Ok(())
     })
 }
@@ -324,6 +325,7 @@ unsafe fn begin_update_op(
 )> {
     let key = unsafe { util::key(key, key_len, "key") }?;
     let (client, mut lock) = lock_of(lock)?;
+    lock.check_update_key(&key)?;
     if let Some(timeout) = limit(timeout_ms) {
         lock = lock.timeout(timeout);
     }
@@ -381,18 +383,16 @@ fn decide(
     let old_view = old
         .as_ref()
         .map_or(std::ptr::null(), |o| &o.view as *const _);
-    let mut buffer = Bytes::new();
-    // SAFETY: the caller promised `update` is callable with `user_data`; `old_view` points
-    // into `old`, alive until the call returns; the buffer pointer is `buffer`'s, exclusive.
-    let action = txn.run_callback(|| unsafe {
-        update(
-            user.get(),
-            old_view,
-            (&mut buffer as *mut Bytes).cast::<statestore_buffer>(),
-        )
-    });
+    let slot = Arc::new(Mutex::new(Bytes::new()));
+    let buffer: *mut statestore_buffer = BUFFERS.insert(slot.clone());
+    // SAFETY: the caller of the update function promised it may be called with user_data;
+    // old_view lives until the end of this function, and buffer is a handle, not memory.
+    let action = txn.run_callback(|| unsafe { update(user.get(), old_view, buffer) });
+    // The handle ends with the call: a buffer pointer kept for later is refused from now on.
+    let _ = BUFFERS.remove(buffer, "buffer");
+    let written = std::mem::take(&mut *slot.lock().unwrap_or_else(|e| e.into_inner()));
     let decision = match action {
-        0 => Ok(Some(buffer)),
+        0 => Ok(Some(written)),
         1 => Ok(None),
         2 => Err(Error::Cancelled),
         other => Err(Error::InvalidArgument(format!(

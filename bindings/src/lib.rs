@@ -18,6 +18,9 @@ mod status;
 mod util;
 
 use std::ffi::c_char;
+use std::time::Duration;
+
+use crate::status::entry;
 
 pub use client::*;
 pub use lease::*;
@@ -34,4 +37,50 @@ pub use status::*;
 #[no_mangle]
 pub extern "C" fn statestore_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// How long `statestore_shutdown()` lets the library's blocking jobs (a name lookup, a file
+/// read) finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Ends the library's threads and waits until they have exited, for a program that must leave
+/// no thread behind: call it last, once every handle other than options is freed (clients,
+/// observations, locks, guards, leases, elections). A leak checker then finds nothing of the
+/// library's but memory still reachable (valgrind: no "definitely" or "possibly lost" block,
+/// without suppressions).
+/// Later calls work: the library starts its threads again when it next needs them.
+///
+/// Fails with `STATESTORE_ERR_RUNTIME`, changing nothing, while a handle other than options
+/// is live (the message counts them) and inside any callback of this library. Call it when no
+/// other thread uses the library: a call that another thread is starting meanwhile (a
+/// connect) fails.
+#[no_mangle]
+pub extern "C" fn statestore_shutdown() -> statestore_status {
+    entry(|| {
+        if client::in_callback() {
+            return Err(statestore_core::Error::Runtime(
+                "statestore_shutdown cannot be called from a callback of this library: call it \
+                 after the callback returns"
+                    .into(),
+            ));
+        }
+        let live: Vec<String> = [
+            client::CLIENTS.live(),
+            observe::OBSERVATIONS.live(),
+            lease::LOCKS.live(),
+            lease::GUARDS.live(),
+            lease::LEASES.live(),
+            lease::ELECTIONS.live(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !live.is_empty() {
+            return Err(statestore_core::Error::Runtime(format!(
+                "statestore_shutdown: {} still live: free them first",
+                live.join(", ")
+            )));
+        }
+        statestore_core::bindings::shutdown(SHUTDOWN_GRACE)
+    })
 }

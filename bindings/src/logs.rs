@@ -7,7 +7,7 @@ use statestore_core::bindings::logs::{clear_log_sink, set_log_sink, LogLevel};
 use statestore_core::Error;
 
 use crate::client::run_callback;
-use crate::status::{c_string, entry, statestore_status};
+use crate::status::{as_log_callback, c_string, entry, statestore_status};
 use crate::util::UserData;
 
 /// Log levels, from the most to the least severe.
@@ -28,7 +28,11 @@ pub enum statestore_log_level {
 
 /// A log callback: `level` is a `statestore_log_level`, `target` the library module,
 /// `message` the text; both strings are borrowed for the call. It may run on any thread,
-/// several at once.
+/// several at once, also inside a call of this library (with the library's own locks held).
+/// So it may call only `statestore_status_name()`, `statestore_status_description()`,
+/// `statestore_version()` and `statestore_last_error_message()`: every other function fails
+/// there with `STATESTORE_ERR_RUNTIME` and changes nothing (a client it tries to free or
+/// close stays open and valid). Record what you need and act after the callback returns.
 pub type statestore_log_cb = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,
@@ -73,7 +77,14 @@ pub unsafe extern "C" fn statestore_set_log_callback(
             let target = c_string(record.target);
             let message = c_string(record.message.as_str());
             let level = record.level as i32;
-            run_callback(|| unsafe { callback(user.0, level, target.as_ptr(), message.as_ptr()) });
+            run_callback(|| {
+                as_log_callback(|| {
+                    // SAFETY: the caller of statestore_set_log_callback promised that callback
+                    // may be called from any thread with user_data; the strings live until
+                    // the end of this closure.
+                    unsafe { callback(user.0, level, target.as_ptr(), message.as_ptr()) }
+                })
+            });
         })
     })
 }

@@ -1,6 +1,6 @@
 //! Status codes, the thread's last error message, and the guard every entry point runs in.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -138,6 +138,31 @@ pub(crate) fn code_of(status: i32) -> Option<ErrorCode> {
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// Set while a log callback runs on this thread.
+    static IN_LOG_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `call` (a log callback) with the thread marked, so that every function called from it
+/// is refused by [`entry`].
+pub(crate) fn as_log_callback(call: impl FnOnce()) {
+    let outer = IN_LOG_CALLBACK.with(|c| c.replace(true));
+    call();
+    IN_LOG_CALLBACK.with(|c| c.set(outer));
+}
+
+/// Log records come from anywhere in the library, some while it holds its own locks or runs a
+/// runtime thread: a call back into it from there could wait for itself.
+fn refuse_in_log_callback() -> Result<(), Error> {
+    if IN_LOG_CALLBACK.with(Cell::get) {
+        return Err(Error::Runtime(
+            "libstatestore functions cannot be called from a log callback (only \
+             statestore_status_name(), _description(), statestore_version() and \
+             statestore_last_error_message() can): record what you need and act on it after the \
+             callback returns"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A message as a C string: interior NULs (from binary keys quoted in a message) become `?`.
@@ -171,6 +196,9 @@ pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
 /// Runs the body of an exported function: no panic crosses into C, and a failure becomes a
 /// status plus the thread's last error message.
 pub(crate) fn entry(body: impl FnOnce() -> Result<(), Error>) -> statestore_status {
+    if let Err(error) = refuse_in_log_callback() {
+        return fail(&error);
+    }
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => STATESTORE_OK,
         Ok(Err(error)) => fail(&error),

@@ -18,7 +18,8 @@ pub(crate) struct Handles<T> {
     what: &'static str,
 }
 
-const TAG_SHIFT: u32 = 56;
+/// The type tag sits above the table's ids, which never reach these bits.
+const TAG_SHIFT: u32 = HandleTable::<()>::ID_BITS;
 
 // Handles are ids with a type tag in the top byte, carried in pointers.
 #[cfg(not(target_pointer_width = "64"))]
@@ -36,7 +37,6 @@ impl<T: Send + Sync + 'static> Handles<T> {
     /// A new handle for `value`, as the C pointer.
     pub(crate) fn insert<P>(&self, value: Arc<T>) -> *mut P {
         let id = self.table.insert(value);
-        debug_assert!(id >> TAG_SHIFT == 0);
         ((id | (self.tag << TAG_SHIFT)) as usize) as *mut P
     }
 
@@ -64,6 +64,12 @@ impl<T: Send + Sync + 'static> Handles<T> {
             .and_then(|id| self.table.remove(id))
             .map(Some)
             .ok_or_else(|| self.stale(name))
+    }
+
+    /// "N statestore_X" while handles of this type are live.
+    pub(crate) fn live(&self) -> Option<String> {
+        let count = self.table.len();
+        (count > 0).then(|| format!("{count} {}", self.what))
     }
 
     fn stale(&self, name: &str) -> Error {

@@ -10,7 +10,9 @@ C_PRIVATE_LIBS="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
 # c_layout DEST LIBDIR PC_PREFIX SO ARCHIVE VERSION
 #   Installs into the folder DEST (the prefix, DESTDIR included): LIBDIR/libstatestore.so.VERSION
 #   (+ .so.0 and .so links), LIBDIR/libstatestore.a, include/statestore.h(pp),
-#   LIBDIR/pkgconfig/statestore.pc and statestore-static.pc, LIBDIR/cmake/statestore/.
+#   LIBDIR/pkgconfig/statestore.pc and statestore-static.pc, LIBDIR/cmake/statestore/, and
+#   share/statestore/valgrind.supp (the suppressions for users' valgrind runs, named by the
+#   .pc files' valgrind_suppressions variable).
 #   LIBDIR is relative to the prefix ("lib", or "lib/x86_64-linux-gnu" for Debian).
 #   PC_PREFIX is the .pc files' prefix: an absolute path, or "relocatable" for one computed
 #   from the .pc file's place (a tarball unpacked anywhere). The CMake package always computes
@@ -43,6 +45,8 @@ c_layout() {
   ln -sfn "$soname" "$lib/libstatestore.so"
   install -m 0644 "$archive" "$lib/libstatestore.a"
   install -m 0644 include/statestore.h include/statestore.hpp "$dest/include/"
+  install -d "$dest/share/statestore"
+  install -m 0644 bindings/valgrind.supp "$dest/share/statestore/valgrind.supp"
   "${STRIP:-strip}" --strip-debug "$lib/libstatestore.so.$version"
   "${STRIP:-strip}" --strip-debug -R .llvmbc -R .llvmcmd "$lib/libstatestore.a"
 
@@ -61,6 +65,7 @@ c_layout() {
 prefix=$pc_prefix
 libdir=\${prefix}/$libdir
 includedir=\${prefix}/include
+valgrind_suppressions=\${prefix}/share/statestore/valgrind.supp
 
 Name: $name
 Description: $description

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds tests/c/package_smoke.c and package_smoke.cpp against an installed libstatestore the
 # way its README tells users to, and runs them against a state store: scripts/test-c.sh runs it
-# on the prebuilt packages (tarball, .deb) with no Rust toolchain on PATH. Where pkg-config and
-# CMake look is the caller's environment (PKG_CONFIG_PATH, CMAKE_PREFIX_PATH, or nothing).
+# on the prebuilt packages (tarball, .deb) with no Rust toolchain on PATH, and (pkg-config mode)
+# the C program under valgrind without suppressions. Where
+# pkg-config and CMake look is the caller's environment (PKG_CONFIG_PATH, CMAKE_PREFIX_PATH, or
+# nothing).
 # Usage: package-smoke.sh pkg-config|cmake OUT PORT VERSION   (from the repository root)
 set -euo pipefail
 mode="$1" out="$2" port="$3" version="$4"
@@ -46,3 +48,13 @@ esac
 for program in "${programs[@]}"; do
   "$program" "$port" "$version"
 done
+if [ "$mode" = pkg-config ]; then
+  # A user's leak check of a program that frees everything and calls statestore_shutdown(): no
+  # suppressions at all, and nothing definitely or possibly lost. The suppression file installed
+  # with the library (for programs that exit while the library works) must exist and load.
+  vg=(valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible --error-exitcode=1)
+  "${vg[@]}" "$out/smoke_c" "$port" "$version"
+  supp="$(pkg-config --variable=valgrind_suppressions statestore)"
+  test -f "$supp"
+  "${vg[@]}" --suppressions="$supp" "$out/smoke_c" "$port" "$version"
+fi

@@ -21,15 +21,28 @@ int main(int argc, char **argv) {
         return 1;
     }
     try {
-        auto client = statestore::Client::connect(
-            statestore::Options().host("127.0.0.1").port(uint16_t(std::atoi(argv[1]))));
-        const std::string key = "package-smoke/cpp/" + std::to_string(getpid());
-        client.set(key, "green");
-        auto value = client.get(key);
-        if (!value || value->data != "green") {
-            std::cerr << "get returned " << (value ? value->data : "nothing") << "\n";
-            return 1;
+        {
+            auto client = statestore::Client::connect(
+                statestore::Options().host("127.0.0.1").port(uint16_t(std::atoi(argv[1]))));
+            const std::string key = "package-smoke/cpp/" + std::to_string(getpid());
+            client.set(key, "green");
+            auto value = client.get(key);
+            if (!value || value->data != "green") {
+                std::cerr << "get returned " << (value ? value->data : "nothing") << "\n";
+                return 1;
+            }
+            bool refused = false;
+            try {
+                statestore::shutdown();  // the client is still open
+            } catch (const statestore::Error &e) {
+                refused = e.code() == STATESTORE_ERR_RUNTIME;
+            }
+            if (!refused) {
+                std::cerr << "shutdown with an open client was not refused\n";
+                return 1;
+            }
         }
+        statestore::shutdown();  // the client is gone
     } catch (const statestore::Error &e) {
         std::cerr << "package_smoke_cpp: " << e.what() << "\n";
         return 1;

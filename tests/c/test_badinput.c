@@ -28,6 +28,23 @@ static int32_t never_update(void *u, const statestore_value *old, statestore_buf
     return STATESTORE_UPDATE_ABORT;
 }
 
+static void on_deleted(void *u, statestore_status s, const char *m, const statestore_delete_result *r) {
+    (void)u; (void)s; (void)m; (void)r;
+    CHECK(0); /* never called for rejected arguments */
+}
+
+static void on_got(void *u, statestore_status s, const char *m, const statestore_value *v) {
+    (void)u; (void)s; (void)m; (void)v;
+    CHECK(0); /* never called for rejected arguments */
+}
+
+/* Keeps the buffer it was given, to use it after the call. */
+static int32_t keep_buffer(void *u, const statestore_value *old, statestore_buffer *out) {
+    (void)old;
+    *(statestore_buffer **)u = out;
+    return STATESTORE_UPDATE_ABORT;
+}
+
 static void on_log(void *u, int32_t level, const char *target, const char *message) {
     (void)u; (void)level; (void)target; (void)message;
 }
@@ -117,6 +134,33 @@ int main(void) {
     names("observation");
     BAD(statestore_unobserve(client, NULL, 0));
 
+    /* bad per-call options: refused by the _async call itself, as by its blocking twin */
+    statestore_set_options zero_expiry = {0};
+    zero_expiry.has_expiry = true;
+    statestore_set_options huge_expiry = {0};
+    huge_expiry.has_expiry = true;
+    huge_expiry.expiry_ms = UINT64_MAX;
+    statestore_set_options zero_set_timeout = {0};
+    zero_set_timeout.has_timeout = true;
+    statestore_delete_options zero_delete_timeout = {0};
+    zero_delete_timeout.has_timeout = true;
+    BAD(statestore_set(client, K(k), K("v"), &zero_expiry, NULL));
+    names("expiry");
+    BAD(statestore_set_async(client, K(k), K("v"), &zero_expiry, on_set, NULL));
+    names("expiry");
+    BAD(statestore_set_async(client, K(k), K("v"), &huge_expiry, on_set, NULL));
+    names("expiry");
+    BAD(statestore_set_async(client, K(k), K("v"), &zero_set_timeout, on_set, NULL));
+    names("timeout");
+    BAD(statestore_delete_async(client, K(k), &zero_delete_timeout, on_deleted, NULL));
+    names("timeout");
+    BAD(statestore_vdel_async(client, K(k), K("v"), &zero_delete_timeout, on_deleted, NULL));
+    names("timeout");
+    BAD(statestore_get(client, K(k), 0, &value));
+    names("timeout_ms");
+    BAD(statestore_get_async(client, K(k), 0, on_got, NULL));
+    names("timeout_ms");
+
     /* locks, leases, elections */
     statestore_lock *lock = NULL;
     BAD(statestore_lock_new(client, K(k), 0, &lock));
@@ -138,6 +182,23 @@ int main(void) {
     names("key");
     BAD(statestore_lock_update_async(NULL, K(upd), 1000, never_update, on_updated, NULL));
     names("lock");
+    BAD(statestore_lock_update(lock, K(k), 1000, never_update, NULL, NULL)); /* its own key */
+    names("own key");
+    BAD(statestore_lock_update_async(lock, K(k), 1000, never_update, on_updated, NULL));
+    names("own key");
+    /* an update buffer is checked like every handle: a foreign pointer, or one kept from an
+     * earlier update function, is refused and never written through */
+    uint64_t not_a_buffer[4] = {0};
+    BAD(statestore_buffer_set((statestore_buffer *)not_a_buffer, (const uint8_t *)"x", 1));
+    names("buffer");
+    CHECK(not_a_buffer[0] == 0 && not_a_buffer[1] == 0 && not_a_buffer[2] == 0 && not_a_buffer[3] == 0);
+    statestore_buffer *kept = NULL;
+    FAILS(STATESTORE_ERR_CANCELLED, statestore_lock_update(lock, K(upd), 10000, keep_buffer, &kept, NULL));
+    CHECK(kept != NULL);
+    BAD(statestore_buffer_set(kept, (const uint8_t *)"x", 1));
+    names("buffer");
+    BAD(statestore_buffer_set((statestore_buffer *)lock, (const uint8_t *)"x", 1));
+    names("buffer");
     BAD(statestore_lock_guard_release(NULL));
     BAD(statestore_lock_guard_fencing_token(NULL, NULL));
     BAD(statestore_buffer_set(NULL, (const uint8_t *)"x", 1));

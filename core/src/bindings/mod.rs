@@ -16,6 +16,7 @@
 //! - [`logs`]: the library's `tracing` records forwarded to the host's logger.
 //! - [`duration`]: numbers of seconds or milliseconds from a host as durations and deadlines,
 //!   by one rule (what a negative, NaN, infinite or huge value means).
+//! - [`shutdown`]: the library's threads ended and joined, for hosts that must leave none.
 //!
 //! Also used by bindings from elsewhere in the crate: [`crate::lease::UpdateTxn`] (a lock
 //! update in two phases, for callbacks that cannot be Rust closures) and
@@ -43,4 +44,25 @@ pub fn not_unicode(name: &str) -> crate::Error {
         "{name}: the string is not valid Unicode (it holds a lone surrogate, which has no UTF-8 \
          form); pass valid text, or bytes where the argument takes bytes"
     ))
+}
+
+/// Ends the library's threads in this process and joins them: the internal runtime's (its tasks
+/// are dropped; blocking jobs get up to `grace`) and the dispatcher's (after the callbacks
+/// already queued). The next call that needs them starts them again. The host makes sure
+/// nothing of the library is in use: a client still open loses its connection's tasks.
+///
+/// Fails with [`Error::Runtime`](crate::Error::Runtime), changing nothing, on the dispatcher
+/// thread (inside a callback), on the runtime's own threads, and while another thread holds the
+/// runtime (building it, or spawning on it); a call another thread starts meanwhile fails.
+pub fn shutdown(grace: std::time::Duration) -> crate::Result<()> {
+    if dispatch::on_dispatcher() {
+        return Err(crate::Error::Runtime(
+            "the library cannot be shut down from one of its callbacks, which run on its own \
+             threads: shut down after the callback returns"
+                .into(),
+        ));
+    }
+    crate::runtime::shutdown(grace)?;
+    dispatch::stop();
+    Ok(())
 }

@@ -40,6 +40,11 @@ struct Inner {
     /// failed: if the next connection has no session, their outcome is unknown.
     lost_before: u64,
     closed: bool,
+    /// Correlation data: a generator of this map's own, seeded from the salt. fastrand's
+    /// global one seeds itself per thread from `std::thread::current()`, which makes the
+    /// standard library keep a handle of the caller's thread (a C program's main thread) that
+    /// valgrind reports as possibly lost at exit.
+    rng: fastrand::Rng,
 }
 
 struct Entry {
@@ -55,6 +60,7 @@ impl PendingMap {
                 next_seq: 0,
                 lost_before: 0,
                 closed: false,
+                rng: fastrand::Rng::with_seed(salt as u64 ^ (salt >> 64) as u64),
             }),
             salt,
         }
@@ -75,7 +81,7 @@ impl PendingMap {
         let seq = inner.next_seq;
         inner.next_seq += 1;
         let correlation = loop {
-            let candidate = fastrand::u128(..) ^ self.salt;
+            let candidate = inner.rng.u128(..) ^ self.salt;
             if !inner.entries.contains_key(&candidate) {
                 break candidate;
             }

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::validate;
 use crate::protocol::{Hlc, SetCondition};
+use crate::Result;
 
 /// Options of [`Client::set`](super::Client::set).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -58,6 +60,15 @@ impl SetOptions {
         self.persist = persist;
         self
     }
+
+    /// Fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument) for options that
+    /// [`Client::set`](super::Client::set) refuses (an expiry under 1 ms or too long for the
+    /// service, a zero timeout): bindings check when the call is made, so that an
+    /// asynchronous call is refused before it starts, as its blocking twin is.
+    pub fn validate(&self) -> Result<()> {
+        validate::expiry_ms(self.expiry)?;
+        validate::optional_timeout(self.timeout)
+    }
 }
 
 /// Options of [`Client::delete`](super::Client::delete) and [`Client::vdel`](super::Client::vdel).
@@ -84,6 +95,13 @@ impl DeleteOptions {
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
+    }
+
+    /// Fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument) for options that
+    /// [`Client::delete`](super::Client::delete) refuses (a zero timeout): see
+    /// [`SetOptions::validate`].
+    pub fn validate(&self) -> Result<()> {
+        validate::optional_timeout(self.timeout)
     }
 }
 

@@ -45,6 +45,11 @@ pub(crate) fn timeout(timeout: Duration) -> Result<Duration> {
     Ok(timeout)
 }
 
+/// A call's own timeout, if it has one, must be positive.
+pub(crate) fn optional_timeout(call_timeout: Option<Duration>) -> Result<()> {
+    call_timeout.map_or(Ok(()), |t| timeout(t).map(drop))
+}
+
 /// A request must fit in the broker's maximum packet size.
 pub(crate) fn packet_size(size: usize, broker_max: u32) -> Result<()> {
     if size > broker_max as usize {
@@ -80,5 +85,30 @@ mod tests {
         ] {
             assert!(matches!(err, Error::InvalidArgument(_)));
         }
+    }
+
+    #[test]
+    fn call_options_are_checked_before_the_call() {
+        use crate::client::{DeleteOptions, SetOptions};
+        let ms = Duration::from_millis;
+        assert!(SetOptions::default().validate().is_ok());
+        assert!(SetOptions::default()
+            .expiry(ms(1))
+            .timeout(ms(1))
+            .validate()
+            .is_ok());
+        for bad in [
+            SetOptions::default().expiry(Duration::ZERO),
+            SetOptions::default().expiry(Duration::MAX),
+            SetOptions::default().timeout(Duration::ZERO),
+        ] {
+            let err = bad.validate().unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{bad:?}: {err:?}");
+        }
+        assert!(DeleteOptions::default().timeout(ms(1)).validate().is_ok());
+        assert!(matches!(
+            DeleteOptions::default().timeout(Duration::ZERO).validate(),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 }

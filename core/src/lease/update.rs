@@ -45,6 +45,21 @@ impl Lock {
         txn.commit(new).await
     }
 
+    /// Fails with [`Error::InvalidArgument`] for a key that [`Lock::begin_update`] refuses
+    /// (empty, or the lock's own key): bindings check when the call is made, so that an
+    /// asynchronous update is refused before it starts.
+    pub fn check_update_key(&self, key: &Bytes) -> Result<()> {
+        if key.is_empty() {
+            return Err(Error::InvalidArgument("the key is empty".into()));
+        }
+        if *key == *self.name() {
+            return Err(Error::InvalidArgument(
+                "a lock cannot protect its own key: update another key".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The first half of [`Lock::update`], for callers that cannot pass a closure (a C
     /// callback, a JavaScript function on its own thread): acquires the lock and reads `key`.
     /// Finish with [`UpdateTxn::commit`] or [`UpdateTxn::abort`]; dropping the transaction
@@ -63,14 +78,7 @@ impl Lock {
     /// ```
     pub async fn begin_update(&self, key: impl Into<Bytes>) -> Result<UpdateTxn> {
         let key = key.into();
-        if key.is_empty() {
-            return Err(Error::InvalidArgument("the key is empty".into()));
-        }
-        if key == *self.name() {
-            return Err(Error::InvalidArgument(
-                "a lock cannot protect its own key: update another key".into(),
-            ));
-        }
+        self.check_update_key(&key)?;
         let guard = self.lock().await?;
         let old = match self.client().get(key.clone()).await {
             Ok(old) => old.map(|v| v.value),

@@ -37,11 +37,8 @@ cargo nextest run --workspace --no-tests=fail
 # The release artefacts (dist/, scripts/package.sh), then each binding (installs the artefacts
 # as a user does, with no Rust toolchain on PATH, runs its tests and its runners of the shared
 # scenarios), the arm64 artefacts' smoke tests under qemu, then the bindings benchmark's smoke
-# run (the smoke profile: a handful of operations per cell, which checks that every flavour runs
-# and counts; timings come from the benchmark's own runs) and the short chaos run, which use the
-# same artefacts. Each part is timed, so the README can say what it costs; a missing script is
+# run and the short chaos run, which use the same artefacts. Each part is timed, so the README can say what it costs; a missing script is
 # a failure.
-export BENCH_PROFILE="${BENCH_PROFILE:-smoke}"
 timings=()
 echo "== package"
 start=$SECONDS

@@ -28,8 +28,7 @@ package() {
   napi build --cwd "$dir" --platform --release --target "$target.2.17" --cross-compile --js "$js" --dts "$dts"
   napi create-npm-dirs --cwd "$dir" --npm-dir npm
   napi artifacts --cwd "$dir" --output-dir . --npm-dir npm
-  # This machine's platform; the arm64 folder is scripts/package-arm64.sh's.
-  for platform in "node/$dir"/npm/linux-x64-gnu/; do
+  for platform in "node/$dir"/npm/*/; do
     ls "$platform"*.node >/dev/null || { echo "no addon in $platform" >&2; exit 1; }
     # The checkout keeps a copy, as `npm run build` would leave it: node/ then loads in place
     # (the chaos runs and a folder install use it).
@@ -42,7 +41,7 @@ package .
 package testing
 
 # What ships is the client: its addon holds no broker and no server.
-bash scripts/lib/check-client-only.sh node/npm/linux-x64-gnu/*.node
+bash scripts/lib/check-client-only.sh node/npm/*/*.node
 # The root packages carry no native code and run nothing at install.
 for tarball in dist/mqtt-statestore-"$VERSION".tgz dist/mqtt-statestore-testing-"$VERSION".tgz; do
   if tar -tzf "$tarball" | grep -E '\.node$'; then echo "$tarball: holds native code" >&2; exit 1; fi

@@ -6,18 +6,13 @@
 #   Node    mqtt-statestore-V.tgz, mqtt-statestore-linux-x64-gnu-V.tgz, and the testing
 #           package's mqtt-statestore-testing-V.tgz, mqtt-statestore-testing-linux-x64-gnu-V.tgz
 #   C       libstatestore-V-x86_64-linux-gnu.tar.gz, libstatestore_V_amd64.deb
-#   arm64   the client's artefacts for aarch64-linux-gnu (scripts/package-arm64.sh):
-#           mqtt_statestore-V-cp39-abi3-manylinux_2_17_aarch64.whl,
-#           mqtt-statestore-linux-arm64-gnu-V.tgz, libstatestore-V-aarch64-linux-gnu.tar.gz,
-#           libstatestore_V_arm64.deb
 # then dist/SHA256SUMS. Every native artefact links against glibc 2.17 (zig as the linker).
-# Usage: bash scripts/package.sh [python|node|c|arm64 ...]   (default: all four; arm64 after
-#        node, whose napi-rs platform folders it fills)
+# Usage: bash scripts/package.sh [python|node|c ...]   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(python node c arm64)
+[ ${#parts[@]} -gt 0 ] || parts=(python node c)
 
 bash scripts/check-versions.sh
 mkdir -p dist

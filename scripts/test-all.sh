@@ -36,8 +36,8 @@ cargo nextest run --workspace --no-tests=fail
 
 # The release artefacts (dist/, scripts/package.sh), then each binding (installs the artefacts
 # as a user does, with no Rust toolchain on PATH, runs its tests and its runners of the shared
-# scenarios), the arm64 artefacts' smoke tests under qemu, then the bindings benchmark's smoke
-# run and the short chaos run, which use the same artefacts. Each part is timed, so the README can say what it costs; a missing script is
+# scenarios), then the bindings benchmark's smoke run and the short chaos run, which use the
+# same artefacts. Each part is timed, so the README can say what it costs; a missing script is
 # a failure.
 timings=()
 echo "== package"
@@ -46,7 +46,7 @@ rm -rf dist
 bash scripts/package.sh
 export STATESTORE_DIST_READY=1
 timings+=("package $((SECONDS - start)) s")
-for part in c python node arm64 bench chaos; do
+for part in c python node bench chaos; do
   echo "== $part"
   start=$SECONDS
   bash "scripts/test-$part.sh"

@@ -6,9 +6,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# Each stage's time, printed as it ends and all together at the end (the README quotes them).
+timings=()
+stage_start=$SECONDS
+stage_name=""
+stage() {
+  if [ -n "$stage_name" ]; then
+    timings+=("$stage_name $((SECONDS - stage_start)) s")
+    echo "== $stage_name took $((SECONDS - stage_start)) s"
+  fi
+  stage_name="$1"
+  stage_start=$SECONDS
+  [ -z "$1" ] || echo "== $1"
+}
+on_exit() {
+  local status=$?
+  [ "$status" -eq 0 ] || echo "== failed in stage '$stage_name' after $((SECONDS - stage_start)) s; before it: ${timings[*]} (total $SECONDS s)" >&2
+}
+trap on_exit EXIT
+stage setup
 bash scripts/setup.sh
 
-echo "== format and lints"
+stage "format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
@@ -21,15 +40,15 @@ if grep -q 'tokio feature "parking_lot"' <<<"$tokio_features"; then
   exit 1
 fi
 
-echo "== fuzz smoke (${FUZZ_SECONDS:-20}s per target)"
+stage "fuzz smoke (${FUZZ_SECONDS:-20}s per target)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 
-echo "== examples"
+stage examples
 for example in core/examples/*.rs; do
   cargo run --quiet -p statestore --example "$(basename "$example" .rs)" >/dev/null
 done
 
-echo "== tests"
+stage "rust tests"
 cargo test --workspace --doc
 # nextest: one process per test, each killed after 2 minutes if it hangs (.config/nextest.toml).
 cargo nextest run --workspace --no-tests=fail
@@ -42,17 +61,13 @@ cargo nextest run --workspace --no-tests=fail
 # The bench part runs the benchmark's smoke profile: it checks that every flavour runs and
 # counts (timings come from the benchmark's own runs, never from the test run).
 export BENCH_PROFILE="${BENCH_PROFILE:-smoke}"
-timings=()
-echo "== package"
-start=$SECONDS
+stage package
 rm -rf dist
 bash scripts/package.sh
 export STATESTORE_DIST_READY=1
-timings+=("package $((SECONDS - start)) s")
 for part in c python node bench chaos; do
-  echo "== $part"
-  start=$SECONDS
+  stage "$part"
   bash "scripts/test-$part.sh"
-  timings+=("$part $((SECONDS - start)) s")
 done
-echo "== timings: ${timings[*]}"
+stage ""
+echo "== timings: ${timings[*]} (total $SECONDS s)"

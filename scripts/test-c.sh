@@ -42,18 +42,20 @@ trap cleanup EXIT
 passed=0
 failed=0
 failures=()
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1"; }
+# A check's time is shown when it is long enough to matter for the run's length.
+took() { [ "$1" -ge 5 ] && echo " ($1 s)" || true; }
+pass() { passed=$((passed + 1)); echo "ok   $1$(took "${2:-0}")"; }
+fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1$(took "${2:-0}")"; }
 # run NAME TIMEOUT CMD...: one check, its output kept in $work/logs and shown on failure.
 mkdir -p "$work/logs"
 run() {
   local name="$1" limit="$2"
   shift 2
-  local log="$work/logs/${name//\//_}.log"
+  local log="$work/logs/${name//\//_}.log" start=$SECONDS
   if timeout "$limit" "$@" >"$log" 2>&1; then
-    pass "$name"
+    pass "$name" $((SECONDS - start))
   else
-    fail "$name"
+    fail "$name" $((SECONDS - start))
     tail -40 "$log" | sed 's/^/    /'
   fi
 }

@@ -30,8 +30,34 @@ use tokio::runtime::{Builder, Handle, Runtime};
 
 use crate::{Error, Result};
 
-/// A runtime and the process it was built in.
-type Owned = (u32, Arc<Runtime>);
+/// A runtime, the process it was built in, and the count of its threads.
+type Owned = (u32, Arc<Runtime>, Arc<ThreadCount>);
+
+/// How many threads of one runtime are running, so that [`shutdown`] can wait for the ones
+/// tokio does not join: a blocking-pool thread that ends after its job detaches itself.
+#[derive(Default)]
+struct ThreadCount {
+    running: Mutex<usize>,
+    changed: Condvar,
+}
+
+impl ThreadCount {
+    fn add(&self, delta: isize) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        *running = running.saturating_add_signed(delta);
+        self.changed.notify_all();
+    }
+
+    /// Waits until no thread is running, for at most `grace`; whether none is.
+    fn wait_none(&self, grace: std::time::Duration) -> bool {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let (running, _) = self
+            .changed
+            .wait_timeout_while(running, grace, |running| *running > 0)
+            .unwrap_or_else(|e| e.into_inner());
+        *running == 0
+    }
+}
 
 static RUNTIME: Lazy<Mutex<Option<Owned>>> = Lazy::new(|| Mutex::new(None));
 
@@ -90,9 +116,11 @@ pub fn runtime() -> Result<Arc<Runtime>> {
     // The guarded value is replaced whole, never left half-written: a poisoned lock is usable.
     let lock = || RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     match lock().as_ref() {
-        Some((owner, runtime)) if *owner == pid => return Ok(runtime.clone()),
+        Some((owner, runtime, _)) if *owner == pid => return Ok(runtime.clone()),
         _ => {}
     }
+    let threads = Arc::new(ThreadCount::default());
+    let (started, stopped) = (threads.clone(), threads.clone());
     // Built without the lock held: building spawns threads (the long part), and a fork by
     // another thread meanwhile would leave the lock held for good in the child.
     let runtime = Arc::new(
@@ -104,16 +132,18 @@ pub fn runtime() -> Result<Arc<Runtime>> {
             // still idling when the program exits.
             .thread_keep_alive(std::time::Duration::ZERO)
             .thread_name("statestore-rt")
-            .on_thread_start(|| {
+            .on_thread_start(move || {
+                started.add(1);
                 INTERNAL_THREAD.with(|flag| flag.set(true));
                 ignore_sigpipe_here();
             })
+            .on_thread_stop(move || stopped.add(-1))
             .enable_all()
             .build()
             .map_err(|e| Error::Runtime(format!("cannot start the internal runtime: {e}")))?,
     );
     let mut slot = lock();
-    if let Some((_, winner)) = slot.as_ref().filter(|(owner, _)| *owner == pid) {
+    if let Some((_, winner, _)) = slot.as_ref().filter(|(owner, _, _)| *owner == pid) {
         // Another thread built one first: use it, and let ours go (without waiting for its
         // threads, which is not allowed if the caller is async).
         let winner = winner.clone();
@@ -123,7 +153,7 @@ pub fn runtime() -> Result<Arc<Runtime>> {
         }
         return Ok(winner);
     }
-    if let Some(inherited) = slot.replace((pid, runtime.clone())) {
+    if let Some(inherited) = slot.replace((pid, runtime.clone(), threads)) {
         // Built by the parent before fork: its threads are gone, so it cannot be shut down.
         std::mem::forget(inherited);
     }
@@ -131,7 +161,8 @@ pub fn runtime() -> Result<Arc<Runtime>> {
 }
 
 /// Shuts the internal runtime of this process down: its tasks are dropped, blocking jobs get
-/// up to `grace` to finish, and its threads are joined. The next use builds a new runtime.
+/// up to `grace` to finish, and it waits (up to `grace` again) until each of its threads has
+/// left the runtime. The next use builds a new runtime.
 ///
 /// For hosts that must leave no thread behind (a C program checked with valgrind). Fails with
 /// [`Error::Runtime`] where blocking is not allowed ([`ensure_blocking_allowed`]) and while
@@ -141,7 +172,7 @@ pub fn shutdown(grace: std::time::Duration) -> Result<()> {
     ensure_blocking_allowed()?;
     let pid = current_pid();
     let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((owner, runtime)) = slot.take() else {
+    let Some((owner, runtime, threads)) = slot.take() else {
         return Ok(());
     };
     if owner != pid {
@@ -153,10 +184,18 @@ pub fn shutdown(grace: std::time::Duration) -> Result<()> {
         Ok(runtime) => {
             drop(slot);
             runtime.shutdown_timeout(grace);
-            Ok(())
+            if threads.wait_none(grace) {
+                Ok(())
+            } else {
+                Err(Error::Runtime(format!(
+                    "the library's runtime was shut down, but some of its threads were still \
+                     running {grace:?} later (a blocking job such as a name lookup that does \
+                     not end)"
+                )))
+            }
         }
         Err(shared) => {
-            *slot = Some((owner, shared));
+            *slot = Some((owner, shared, threads));
             Err(Error::Runtime(
                 "the library's runtime is in use by another thread: shut down after every call \
                  has returned"

@@ -1,6 +1,7 @@
-//! [`Call`]: one core operation, either run to its end by a blocking method on the caller's
-//! thread (GIL released, Ctrl-C checked between slices) or spawned on the core runtime and
-//! delivered to an asyncio future through its loop's completion queue.
+//! [`Call`]: one core operation, through core's bridge (`Pending`): either waited for by a
+//! blocking method on the caller's thread (GIL released, Ctrl-C checked between slices) or
+//! spawned on the core runtime and delivered to an asyncio future through its loop's completion
+//! queue.
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -41,27 +42,25 @@ where
     }))
 }
 
-/// Runs `future` to its end on the calling thread (core's `runtime::block_on`: polled here
-/// under the runtime's handle, so the answer wakes this thread directly), checking for
-/// signals every [`SLICE`]; a signal handler that raises (Ctrl-C) drops, so cancels, the call.
-fn block_on_here<T>(future: impl Future<Output = T>) -> std::result::Result<T, PyErr> {
-    let checked = async {
-        let mut future = std::pin::pin!(future);
-        loop {
-            tokio::select! {
-                output = &mut future => return Ok(output),
-                () = tokio::time::sleep(SLICE) => {
-                    if let Some(Err(interrupted)) = finalizing::try_attach(|py| py.check_signals()) {
-                        return Err(interrupted);
-                    }
-                }
-            }
+/// The check a blocking wait runs every [`SLICE`] with the GIL released (core's
+/// `Pending::wait_checked`, `EventStream::next_checked`): Python's signal handlers. One that
+/// raises (Ctrl-C) ends the wait, which cancels the call; its exception is kept in `raised`.
+pub fn signals(raised: &mut Option<PyErr>) -> impl FnMut() -> Result<()> + '_ {
+    move || match finalizing::try_attach(|py| py.check_signals()) {
+        Some(Err(error)) => {
+            *raised = Some(error);
+            Err(statestore::Error::Cancelled)
         }
-    };
-    match statestore::runtime::block_on(checked) {
-        Ok(output) => output,
-        Err(error) => Err(finalizing::attach(|py| to_py(py, &error))),
+        _ => Ok(()),
     }
+}
+
+/// Converts a result for Python; a panic in the conversion is an `InternalError`, like one in
+/// the call itself (core's bridge catches those).
+fn convert(py: Python<'_>, result: Result<Conv>) -> PyResult<Py<PyAny>> {
+    let conv = result.map_err(|e| to_py(py, &e))?;
+    statestore::bindings::catch_panic("converting the result", || conv(py))
+        .unwrap_or_else(|e| Err(to_py(py, &e)))
 }
 
 enum State {
@@ -110,9 +109,15 @@ impl Call {
     /// Blocks until the operation completes (GIL released, Ctrl-C honoured) and returns its
     /// result (raises its error).
     fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let work = self.take()?;
-        let conv = detach(py, || block_on_here(work))?.map_err(|e| to_py(py, &e))?;
-        conv(py)
+        let pending = Pending::spawn(self.take()?);
+        let mut raised = None;
+        let result = detach(py, || {
+            pending.wait_checked(SLICE, &mut signals(&mut raised))
+        });
+        match raised {
+            Some(interrupted) => Err(interrupted),
+            None => convert(py, result),
+        }
     }
 
     /// Starts the operation on the core runtime; on completion, queues `(future, result)` on
@@ -209,11 +214,27 @@ impl Completions {
             if future.call_method0("done")?.is_truthy()? {
                 continue;
             }
-            match result.map_err(|e| to_py(py, &e)).and_then(|c| c(py)) {
+            match convert(py, result) {
                 Ok(value) => future.call_method1("set_result", (value,))?,
                 Err(error) => future.call_method1("set_exception", (error.into_value(py),))?,
             };
         }
         Ok(())
     }
+}
+
+/// A call that panics, in its operation or (`in_conversion`) in converting its result: for the
+/// test suite, which checks that both reach Python as `InternalError`, an `Exception`, in the
+/// blocking and the asyncio path, never as PyO3's `PanicException` (a `BaseException`).
+#[pyfunction]
+pub fn _panicking_call(in_conversion: bool) -> Call {
+    spawn(
+        async move {
+            if !in_conversion {
+                panic!("a panic injected by the test suite");
+            }
+            Ok(())
+        },
+        |_py, ()| panic!("a panic injected by the test suite, in a conversion"),
+    )
 }

@@ -1,13 +1,11 @@
 //! Observations: key notifications, leadership changes and lease losses, as one `Event` type
 //! pulled by a blocking iterator (`next`) or an async one (`next_call`).
 
-use std::time::Instant;
-
 use pyo3::prelude::*;
 use statestore::bindings::{Event as CoreEvent, EventStream};
 use statestore::lease::{Loss as CoreLoss, LossReason};
 
-use crate::call::{spawn, Call, SLICE};
+use crate::call::{signals, spawn, Call, SLICE};
 use crate::client::out_bytes;
 use crate::convert::{secs_arg, Version};
 use crate::errors::to_py;
@@ -147,24 +145,17 @@ impl Observation {
         py: Python<'_>,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
-        let deadline =
-            secs_arg(timeout, "timeout")?.and_then(statestore::bindings::duration::deadline);
-        loop {
-            let slice = match deadline {
-                Some(deadline) => SLICE.min(deadline.saturating_duration_since(Instant::now())),
-                None => SLICE,
-            };
-            let stream = &self.stream;
-            match crate::finalizing::detach(py, || stream.next_timeout(Some(slice))) {
-                Ok(Some(e)) => return event(py, &e, self.decode).map(Some),
-                Ok(None) => {
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
-                        return Ok(None);
-                    }
-                    py.check_signals()?;
-                }
-                Err(error) => return Err(to_py(py, &error)),
-            }
+        let timeout = secs_arg(timeout, "timeout")?;
+        let stream = &self.stream;
+        let mut raised = None;
+        let next = crate::finalizing::detach(py, || {
+            stream.next_checked(timeout, SLICE, &mut signals(&mut raised))
+        });
+        match (raised, next) {
+            (Some(interrupted), _) => Err(interrupted),
+            (None, Ok(Some(e))) => event(py, &e, self.decode).map(Some),
+            (None, Ok(None)) => Ok(None),
+            (None, Err(error)) => Err(to_py(py, &error)),
         }
     }
 

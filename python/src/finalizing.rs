@@ -111,9 +111,3 @@ pub fn try_attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     let _guard = returning();
     Python::try_attach(f)
 }
-
-/// `Python::attach(f)` from a thread that released the GIL, with the same care as [`detach`].
-pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
-    let _guard = returning();
-    Python::attach(f)
-}

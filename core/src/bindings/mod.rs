@@ -16,6 +16,7 @@
 //! - [`logs`]: the library's `tracing` records forwarded to the host's logger.
 //! - [`duration`]: numbers of seconds or milliseconds from a host as durations and deadlines,
 //!   by one rule (what a negative, NaN, infinite or huge value means).
+//! - [`catch_panic`]: a panic as an error, never unwinding into a host.
 //! - [`shutdown`]: the library's threads ended and joined, for hosts that must leave none.
 //!
 //! Also used by bindings from elsewhere in the crate: [`crate::lease::UpdateTxn`] (a lock
@@ -44,6 +45,23 @@ pub fn not_unicode(name: &str) -> crate::Error {
         "{name}: the string is not valid Unicode (it holds a lone surrogate, which has no UTF-8 \
          form); pass valid text, or bytes where the argument takes bytes"
     ))
+}
+
+/// Runs `f`, turning a panic into [`Error::Internal`](crate::Error::Internal) naming `what`
+/// (with the panic's message): a panic must never unwind into a host language, where it would
+/// abort the process (C, Node) or raise an exception that `except Exception` does not catch
+/// (Python). [`Pending`] guards every call with it.
+pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> T) -> crate::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        crate::Error::Internal(format!(
+            "{what} panicked ({message}): a defect of the library, please report it"
+        ))
+    })
 }
 
 /// Ends the library's threads in this process and joins them: the internal runtime's (its tasks

@@ -6,7 +6,6 @@
 //! back or awaited, it runs on the internal runtime.
 
 use std::future::{Future, IntoFuture};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
@@ -163,7 +162,7 @@ impl<T: Send + 'static> Drop for CompleteOnDrop<T> {
 }
 
 fn panicked() -> Error {
-    Error::Internal("the call panicked".into())
+    Error::Internal("the call panicked: a defect of the library, please report it".into())
 }
 
 /// A call of the library, completed exactly once with its result, [`Error::Cancelled`] or
@@ -276,14 +275,14 @@ impl<T: Send + 'static> Pending<T> {
             if let Poll::Ready(result) = slot.poll_result(cx) {
                 return Poll::Ready(result);
             }
-            match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+            match super::catch_panic("the call", || call.as_mut().poll(cx)) {
                 Ok(Poll::Pending) => Poll::Pending,
                 Ok(Poll::Ready(result)) => {
                     slot.complete(result);
                     slot.poll_result(cx)
                 }
-                Err(_) => {
-                    slot.complete(Err(panicked()));
+                Err(panicked) => {
+                    slot.complete(Err(panicked));
                     slot.poll_result(cx)
                 }
             }
@@ -616,7 +615,11 @@ mod tests {
     #[test]
     fn a_panicking_call_completes_with_internal() {
         let pending: Pending<u32> = Pending::spawn(async { panic!("boom") });
-        assert!(matches!(pending.wait(), Err(Error::Internal(_))));
+        let result = pending.wait();
+        assert!(
+            matches!(&result, Err(Error::Internal(m)) if m.contains("boom")),
+            "{result:?}"
+        );
     }
 
     /// Sets its flag when dropped: shows whether a call's future was dropped.

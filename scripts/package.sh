@@ -7,24 +7,24 @@
 #           package's mqtt-statestore-testing-V.tgz, mqtt-statestore-testing-linux-x64-gnu-V.tgz
 #   C       libstatestore-V-x86_64-linux-gnu.tar.gz, libstatestore_V_amd64.deb
 # then dist/SHA256SUMS. Every native artefact links against glibc 2.17 (zig as the linker).
-# Usage: bash scripts/package.sh [python|node|c ...]   (default: all three)
+# Usage: bash scripts/package.sh [python|node|c ...]   (default: all three, Python beside the
+# other two; named parts run one after another)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
-parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(python node c)
-
+# The tools first, once, so that the parts can run side by side: the Python wheels build in a
+# target directory of their own while the Node addons and then the C library build in target/.
+source scripts/lib/package-tools.sh
+source scripts/lib/groups.sh
 bash scripts/check-versions.sh
 mkdir -p dist
-timings=()
-for part in "${parts[@]}"; do
-  echo "== package: $part"
-  start=$SECONDS
-  bash "scripts/package-$part.sh"
-  timings+=("$part $((SECONDS - start)) s")
-done
+if [ $# -gt 0 ]; then
+  in_groups package "$*"
+else
+  in_groups package python "node c"
+fi
 
 (cd dist && find . -maxdepth 2 -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs sha256sum > SHA256SUMS)
 echo "== dist/"
 (cd dist && find . -maxdepth 2 -type f ! -name SHA256SUMS -printf '%P\t%s bytes\n' | sort)
-echo "== package timings: ${timings[*]}"
+echo "== package timings: ${GROUP_TIMES[*]}"

@@ -17,7 +17,8 @@ native="$(cd "$venv" && bin/python -c 'import statestore._native as n; print(n._
 sources=(core/src core/Cargo.toml server/src python/src python/statestore python/Cargo.toml python/pyproject.toml python/testing)
 newer() { [ -n "$(find "${sources[@]}" -type f -newer "$1" -print -quit 2>/dev/null)" ]; }
 if [ -z "$native" ] || newer "$native"; then
-  wheel="$(ls -t dist/mqtt_statestore-*.whl 2>/dev/null | head -1)"
+  # This machine's wheel: dist/ also holds the aarch64 one.
+  wheel="$(ls -t dist/mqtt_statestore-*_"$(uname -m)".whl 2>/dev/null | head -1)"
   if [ -z "$wheel" ] || newer "$wheel"; then
     echo "chaos-python: building the wheels (dist/ has none newer than the sources)" >&2
     timeout 1800 bash scripts/package.sh python >&2

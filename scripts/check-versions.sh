@@ -14,6 +14,7 @@ for manifest in node/package.json node/testing/package.json; do
   check "$manifest" "\"version\": \"$version\""
 done
 check node/package.json "\"mqtt-statestore-linux-x64-gnu\": \"$version\""
+check node/package.json "\"mqtt-statestore-linux-arm64-gnu\": \"$version\""
 check node/package.json "\"mqtt-statestore-testing\": \"$version\""
 check node/testing/package.json "\"mqtt-statestore-testing-linux-x64-gnu\": \"$version\""
 check python/pyproject.toml "mqtt-statestore-testing==$version"

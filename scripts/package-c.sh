@@ -5,15 +5,20 @@
 #   dist/libstatestore_VERSION_DEBARCH.deb               (installs under /usr, multiarch libdir)
 # Both hold the same files (scripts/lib/c-layout.sh, as scripts/install-c.sh installs them).
 # The library is linked by cargo-zigbuild against glibc 2.17, so it loads on any glibc since.
-# Usage: bash scripts/package-c.sh [RUST_TARGET]     (default x86_64-unknown-linux-gnu)
+# Usage: bash scripts/package-c.sh [RUST_TARGET]     (default x86_64-unknown-linux-gnu; or
+#        aarch64-unknown-linux-gnu, built beforehand by scripts/package-arm64.sh, which names the
+#        folder holding libstatestore.so and .a in STATESTORE_C_BUILT)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 target="${1:-x86_64-unknown-linux-gnu}"
 case "$target" in
-  x86_64-unknown-linux-gnu) arch=x86_64; deb_arch=amd64 ;;
-  *) echo "package-c.sh: unsupported target '$target' (x86_64-unknown-linux-gnu only)" >&2; exit 2 ;;
+  x86_64-unknown-linux-gnu) arch=x86_64; deb_arch=amd64; binutils="" ;;
+  # The host's binutils read and strip only x86 objects: Debian's cross binutils do the rest.
+  aarch64-unknown-linux-gnu) arch=aarch64; deb_arch=arm64; binutils=aarch64-linux-gnu- ;;
+  *) echo "package-c.sh: unsupported target '$target' (x86_64- or aarch64-unknown-linux-gnu)" >&2; exit 2 ;;
 esac
+export STRIP="${binutils}strip"
 glibc=2.17
 triplet="$arch-linux-gnu"
 
@@ -24,22 +29,26 @@ source scripts/lib/c-layout.sh
 
 echo "== libstatestore $VERSION for $target (glibc $glibc)"
 start=$SECONDS
-# Fat LTO keeps only the code the exported functions reach, and internalises every Rust
-# symbol: libstatestore.a goes from 40 MB (every object of std and each dependency) to 6 MB,
-# the tarball from 12.5 MB to under 4 MB, and the .so shrinks by a sixth.
-export CARGO_PROFILE_RELEASE_LTO=fat
-if ! cargo zigbuild --release --quiet -p statestore-c --target "$target.$glibc"; then
-  # Only the linker differs: the host's gcc links against the host's glibc, so the result needs
-  # that glibc or newer (the .deb's Depends below says which).
-  echo "package-c.sh: WARNING: cargo zigbuild failed; linking with the host linker instead" >&2
-  cargo build --release --quiet -p statestore-c --target "$target"
+if [ -n "${STATESTORE_C_BUILT:-}" ]; then
+  out="$STATESTORE_C_BUILT"
+else
+  # Fat LTO keeps only the code the exported functions reach, and internalises every Rust
+  # symbol: libstatestore.a goes from 40 MB (every object of std and each dependency) to 6 MB,
+  # the tarball from 12.5 MB to under 4 MB, and the .so shrinks by a sixth.
+  export CARGO_PROFILE_RELEASE_LTO=fat
+  if ! cargo zigbuild --release --quiet -p statestore-c --target "$target.$glibc"; then
+    # Only the linker differs: the host's gcc links against the host's glibc, so the result needs
+    # that glibc or newer (the .deb's Depends below says which).
+    echo "package-c.sh: WARNING: cargo zigbuild failed; linking with the host linker instead" >&2
+    cargo build --release --quiet -p statestore-c --target "$target"
+  fi
+  target_dir="$(cargo metadata --format-version 1 --no-deps | "$PKG_PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+  out="$target_dir/$target/release"
 fi
-target_dir="$(cargo metadata --format-version 1 --no-deps | "$PKG_PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-out="$target_dir/$target/release"
 echo "   built in $((SECONDS - start)) s"
 
 # The newest glibc symbol version the library uses is the glibc it needs.
-needs_glibc="$(objdump -T "$out/libstatestore.so" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)"
+needs_glibc="$("${binutils}objdump" -T "$out/libstatestore.so" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)"
 echo "   needs glibc >= $needs_glibc"
 depends="libc6 (>= $needs_glibc)"
 # zig links its own unwinder; the host linker links libgcc_s.

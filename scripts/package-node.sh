@@ -20,28 +20,27 @@ napi() { (cd node && timeout 1800 npx --no-install napi "$@"); }
 
 # package DIR (relative to node/): builds its addon for glibc 2.17 next to its loader (as
 # `npm run build` does), lays out the platform packages in DIR/npm with napi-rs's
-# create-npm-dirs + artifacts, packs them and the package itself.
+# create-npm-dirs, packs this machine's and the package itself.
 package() {
   local dir="$1" js=index.js dts=index.d.ts
   [ "$dir" = . ] && { js=native.js; dts=native.d.ts; }
   rm -rf "node/$dir/npm"
   napi build --cwd "$dir" --platform --release --target "$target.2.17" --cross-compile --js "$js" --dts "$dts"
   napi create-npm-dirs --cwd "$dir" --npm-dir npm
-  napi artifacts --cwd "$dir" --output-dir . --npm-dir npm
-  for platform in "node/$dir"/npm/*/; do
-    ls "$platform"*.node >/dev/null || { echo "no addon in $platform" >&2; exit 1; }
-    # The checkout keeps a copy, as `npm run build` would leave it: node/ then loads in place
-    # (the chaos runs and a folder install use it).
-    cp "$platform"*.node "node/$dir/"
-    (cd "$platform" && npm pack --loglevel=warn --pack-destination "$root/dist" >/dev/null)
-  done
+  # The addon into this machine's platform folder; the checkout keeps its copy, as
+  # `npm run build` leaves it, so node/ loads in place (the chaos runs and a folder install use
+  # it). napi-rs's `artifacts` would want every configured platform's addon at once; the arm64
+  # one is scripts/package-arm64.sh's.
+  local platform="node/$dir/npm/linux-x64-gnu"
+  cp "node/$dir"/*.linux-x64-gnu.node "$platform/"
+  (cd "$platform" && npm pack --loglevel=warn --pack-destination "$root/dist" >/dev/null)
   (cd "node/$dir" && npm pack --loglevel=warn --pack-destination "$root/dist" >/dev/null)
 }
 package .
 package testing
 
 # What ships is the client: its addon holds no broker and no server.
-bash scripts/lib/check-client-only.sh node/npm/*/*.node
+bash scripts/lib/check-client-only.sh node/npm/linux-x64-gnu/*.node
 # The root packages carry no native code and run nothing at install.
 for tarball in dist/mqtt-statestore-"$VERSION".tgz dist/mqtt-statestore-testing-"$VERSION".tgz; do
   if tar -tzf "$tarball" | grep -E '\.node$'; then echo "$tarball: holds native code" >&2; exit 1; fi

@@ -6,14 +6,20 @@
 #   Node    mqtt-statestore-V.tgz, mqtt-statestore-linux-x64-gnu-V.tgz, and the testing
 #           package's mqtt-statestore-testing-V.tgz, mqtt-statestore-testing-linux-x64-gnu-V.tgz
 #   C       libstatestore-V-x86_64-linux-gnu.tar.gz, libstatestore_V_amd64.deb
+#   arm64   the client's artefacts for aarch64-linux-gnu (scripts/package-arm64.sh):
+#           mqtt_statestore-V-cp39-abi3-manylinux_2_17_aarch64.whl,
+#           mqtt-statestore-linux-arm64-gnu-V.tgz, libstatestore-V-aarch64-linux-gnu.tar.gz,
+#           libstatestore_V_arm64.deb
 # then dist/SHA256SUMS. Every native artefact links against glibc 2.17 (zig as the linker).
-# Usage: bash scripts/package.sh [python|node|c ...]   (default: all three, Python beside the
-# other two; named parts run one after another)
+# Usage: bash scripts/package.sh [python|node|c|arm64 ...]   (default: all four, in two groups
+# side by side; named parts run one after another, arm64 after node)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
-# The tools first, once, so that the parts can run side by side: the Python wheels build in a
-# target directory of their own while the Node addons and then the C library build in target/.
+# The tools first, once, so that the parts can run side by side: the Node addons and then the C
+# library build in target/, while the Python wheels and then the arm64 artefacts build in
+# target directories of their own. The arm64 Node platform package is packed last, into the
+# platform folders package-node.sh lays out.
 source scripts/lib/package-tools.sh
 source scripts/lib/groups.sh
 bash scripts/check-versions.sh
@@ -21,7 +27,8 @@ mkdir -p dist
 if [ $# -gt 0 ]; then
   in_groups package "$*"
 else
-  in_groups package python "node c"
+  in_groups package "node c" "python arm64"
+  bash scripts/package-arm64.sh node
 fi
 
 (cd dist && find . -maxdepth 2 -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs sha256sum > SHA256SUMS)

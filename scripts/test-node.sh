@@ -61,6 +61,10 @@ run_suite() { # $1: project dir with the packages installed; $2: the test files 
 echo "== node: the release packages from a local registry, installed by name (no cargo, no rustc)"
 registry_start "$work/registry"
 for name in "${tarballs[@]}"; do registry_publish "$root/dist/$name-$version.tgz"; done
+# The arm64 platform package too, when built: the registry then offers both platforms, as the
+# public one does, and npm must pick this machine's.
+arm64_package="$root/dist/mqtt-statestore-linux-arm64-gnu-$version.tgz"
+[ ! -f "$arm64_package" ] || registry_publish "$arm64_package"
 mkdir -p "$work/user"
 (cd "$work/user" && npm init -y >/dev/null)
 start=$(date +%s%N)
@@ -68,6 +72,9 @@ start=$(date +%s%N)
   mqtt-statestore mqtt-statestore-testing 2>&1) | tee "$work/install.log"
 echo "== installed in $((($(date +%s%N) - start) / 1000000)) ms"
 if grep -q EBADENGINE "$work/install.log"; then echo "npm warned EBADENGINE" >&2; exit 1; fi
+if [ -d "$work/user/node_modules/mqtt-statestore-linux-arm64-gnu" ]; then
+  echo "npm installed the arm64 platform package on $(uname -m)" >&2; exit 1
+fi
 for name in mqtt-statestore mqtt-statestore-linux-x64-gnu mqtt-statestore-testing mqtt-statestore-testing-linux-x64-gnu; do
   installed="$(node -p "require('$work/user/node_modules/$name/package.json').version")"
   [ "$installed" = "$version" ] || { echo "$name: installed $installed, expected $version" >&2; exit 1; }

@@ -22,12 +22,6 @@ function typeError(name, expected, value) {
   return error
 }
 
-function rangeError(name, expected, value) {
-  const error = new RangeError(`The value of "${name}" is out of range. It must be ${expected}. Received ${describe(value)}`)
-  error.code = 'ERR_OUT_OF_RANGE'
-  return error
-}
-
 // String.prototype.isWellFormed is Node >= 20; a `u` regex matches a surrogate only when it
 // is not half of a pair.
 const LONE_SURROGATE = /\p{Surrogate}/u
@@ -108,4 +102,4 @@ function token(value, name) {
   throw typeError(name, 'of type string (a version or fencing token)', value)
 }
 
-module.exports = { bytes, duration, boolean, string, text, fn, options, token, typeError, rangeError }
+module.exports = { bytes, duration, boolean, string, text, fn, options, token, typeError }

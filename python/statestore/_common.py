@@ -119,10 +119,6 @@ def condition_name(condition: Union[Condition, str]) -> _ConditionName:
     raise TypeError(f"argument 'condition': expected statestore.Condition, got {type(condition).__name__}")
 
 
-def options_dict(options: Dict[str, Any]) -> Dict[str, Any]:
-    return options
-
-
 # The guards taken by `with lock:` / `async with lock:` blocks, per lock object, in the current
 # thread or task's context: one Lock object may be entered by several threads or tasks at once,
 # and each block releases its own guard.

@@ -502,11 +502,11 @@ pub struct statestore_set_result {
 
 type OwnedSetResult = Owned<statestore_set_result, Option<CString>>;
 
-fn owned_set_result(result: &SetResult) -> OwnedSetResult {
-    let version = util::version_string(result.version.as_ref());
+fn owned_set_result(applied: bool, version: Option<&statestore_core::Hlc>) -> OwnedSetResult {
+    let version = util::version_string(version);
     Owned {
         view: statestore_set_result {
-            applied: result.applied,
+            applied,
             version: c_ptr(&version),
         },
         keep: version,
@@ -545,9 +545,12 @@ pub struct statestore_delete_result {
 
 type OwnedDeleteResult = Owned<statestore_delete_result, Option<CString>>;
 
-fn owned_delete_result(result: &DeleteResult) -> OwnedDeleteResult {
-    let version = util::version_string(result.version.as_ref());
-    let outcome = match result.outcome {
+fn owned_delete_result(
+    outcome: DeleteOutcome,
+    version: Option<&statestore_core::Hlc>,
+) -> OwnedDeleteResult {
+    let version = util::version_string(version);
+    let outcome = match outcome {
         DeleteOutcome::Deleted => statestore_delete_outcome::STATESTORE_DELETED,
         DeleteOutcome::NotFound => statestore_delete_outcome::STATESTORE_NOT_FOUND,
         DeleteOutcome::ValueMismatch => statestore_delete_outcome::STATESTORE_VALUE_MISMATCH,
@@ -753,7 +756,7 @@ unsafe fn set_op(
     Ok(Call::new(
         &state,
         async move { client.set(key, value, options).await },
-        |outcome| owned_set_result(&outcome),
+        |outcome: SetResult| owned_set_result(outcome.applied, outcome.version.as_ref()),
     ))
 }
 
@@ -817,7 +820,7 @@ unsafe fn delete_op(
                 None => client.delete(key, options).await,
             }
         },
-        |outcome| owned_delete_result(&outcome),
+        |outcome: DeleteResult| owned_delete_result(outcome.outcome, outcome.version.as_ref()),
     ))
 }
 
@@ -1062,3 +1065,165 @@ pub unsafe extern "C" fn statestore_keys_async(
 pub type statestore_done_cb = Option<
     unsafe extern "C" fn(user_data: *mut c_void, status: statestore_status, message: *const c_char),
 >;
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+
+    use statestore_core::Hlc;
+
+    use super::*;
+
+    fn version() -> Hlc {
+        Hlc {
+            wall_ms: 1_700_000_000_000,
+            counter: 1,
+            node: "n1".into(),
+        }
+    }
+
+    /// `len` bytes at `data`, read the way a C program reads a result.
+    ///
+    /// # Safety
+    /// `data` is valid for reads of `len` bytes.
+    unsafe fn read(data: *const u8, len: usize) -> Vec<u8> {
+        assert!(!data.is_null());
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(data, len) }.to_vec()
+    }
+
+    /// A C string of a result, or `None` for NULL.
+    ///
+    /// # Safety
+    /// `text` is NULL or a NUL-terminated string.
+    unsafe fn text(text: *const c_char) -> Option<String> {
+        // SAFETY: the caller's promise.
+        (!text.is_null()).then(|| unsafe { CStr::from_ptr(text) }.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn a_value_points_into_itself_until_freed() {
+        let raw = value_of(Bytes::from_static(b"blue"), Some(&version())).into_raw();
+        // SAFETY: a value the library just made, not yet freed.
+        let view = unsafe { &*raw };
+        // SAFETY: the view's pointers point into the value.
+        assert_eq!(unsafe { read(view.data, view.len) }, b"blue");
+        // SAFETY: as above.
+        assert_eq!(unsafe { text(view.version) }, Some(version().to_string()));
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_value_free(raw) };
+
+        let empty = value_of(Bytes::new(), None).into_raw();
+        // SAFETY: a value the library just made.
+        let view = unsafe { &*empty };
+        assert!(!view.data.is_null() && view.len == 0 && view.version.is_null());
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_value_free(empty) };
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_value_free(std::ptr::null_mut()) };
+    }
+
+    #[test]
+    fn a_key_list_points_into_itself_until_freed() {
+        let keys = [
+            Bytes::from_static(b"a"),
+            Bytes::new(),
+            Bytes::from(vec![0u8, 1, 2]),
+        ];
+        let raw = owned_key_list(&keys).into_raw();
+        // SAFETY: a list the library just made, not yet freed.
+        let list = unsafe { &*raw };
+        assert_eq!(list.count, 3);
+        // SAFETY: `keys` points to `count` entries.
+        let entries = unsafe { std::slice::from_raw_parts(list.keys, list.count) };
+        for (entry, expected) in entries.iter().zip(&keys) {
+            // SAFETY: each entry points into the list.
+            assert_eq!(unsafe { read(entry.data, entry.len) }, &expected[..]);
+        }
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_key_list_free(raw) };
+
+        let none = owned_key_list(&[]).into_raw();
+        // SAFETY: a list the library just made.
+        let list = unsafe { &*none };
+        assert!(list.keys.is_null() && list.count == 0);
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_key_list_free(none) };
+    }
+
+    #[test]
+    fn set_and_delete_results_point_into_themselves_until_freed() {
+        let set = owned_set_result(true, Some(&version())).into_raw();
+        // SAFETY: a result the library just made.
+        let view = unsafe { &*set };
+        // SAFETY: the version points into the result.
+        assert!(view.applied && unsafe { text(view.version) } == Some(version().to_string()));
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_set_result_free(set) };
+
+        let deleted = owned_delete_result(DeleteOutcome::ValueMismatch, None).into_raw();
+        // SAFETY: a result the library just made.
+        let view = unsafe { &*deleted };
+        assert_eq!(
+            view.outcome,
+            statestore_delete_outcome::STATESTORE_VALUE_MISMATCH as i32
+        );
+        assert!(view.version.is_null());
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_delete_result_free(deleted) };
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_set_result_free(std::ptr::null_mut()) };
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_delete_result_free(std::ptr::null_mut()) };
+    }
+
+    #[test]
+    fn strings_given_out_are_freed_by_string_free() {
+        let token = util::version_string(Some(&version())).unwrap().into_raw();
+        // SAFETY: a string the library made, freed once.
+        unsafe { statestore_string_free(token) };
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_string_free(std::ptr::null_mut()) };
+    }
+
+    #[test]
+    fn per_call_options_are_read_from_the_c_struct_or_refused() {
+        let token = CString::new(version().to_string()).unwrap();
+        let options = statestore_set_options {
+            condition: statestore_condition::STATESTORE_SET_IF_ABSENT as i32,
+            has_expiry: true,
+            expiry_ms: 1500,
+            fencing_token: token.as_ptr(),
+            persist: true,
+            has_timeout: false,
+            timeout_ms: 0,
+        };
+        // SAFETY: a live struct whose token is NUL-terminated.
+        let set = unsafe { set_options(&options) }.unwrap();
+        let expected = SetOptions::default()
+            .condition(SetCondition::OnlyIfAbsent)
+            .expiry(Duration::from_millis(1500))
+            .fencing_token(version())
+            .persist(true);
+        assert_eq!(set, expected);
+        // SAFETY: NULL is the default.
+        assert!(unsafe { set_options(std::ptr::null()) }.is_ok());
+        let bad = statestore_set_options {
+            condition: 7,
+            ..options
+        };
+        // SAFETY: a live struct.
+        let error = unsafe { set_options(&bad) }.unwrap_err().to_string();
+        assert!(error.contains("options->condition is 7"), "{error}");
+        let zero = statestore_delete_options {
+            fencing_token: std::ptr::null(),
+            has_timeout: true,
+            timeout_ms: 0,
+        };
+        // SAFETY: a live struct.
+        let error = unsafe { delete_options(&zero) }.unwrap_err().to_string();
+        assert!(error.starts_with("invalid argument: options: "), "{error}");
+        // SAFETY: NULL is the default.
+        assert!(unsafe { delete_options(std::ptr::null()) }.is_ok());
+    }
+}

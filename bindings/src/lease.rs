@@ -1221,3 +1221,97 @@ pub unsafe extern "C" fn statestore_election_free(
 ) -> statestore_status {
     entry(|| ELECTIONS.remove(election, "election").map(drop))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{statestore_string_free, statestore_value_free};
+    use crate::status::last_error;
+    use crate::status::statestore_status::{STATESTORE_ERR_INVALID_ARGUMENT, STATESTORE_OK};
+
+    #[test]
+    fn an_update_buffer_takes_a_copy_while_its_handle_lives() {
+        let slot = Arc::new(Mutex::new(Bytes::new()));
+        let buffer: *mut statestore_buffer = BUFFERS.insert(slot.clone());
+        let mut data = *b"new";
+        // SAFETY: `data` is 3 readable bytes.
+        let status = unsafe { statestore_buffer_set(buffer, data.as_ptr(), 3) };
+        assert_eq!(status, STATESTORE_OK);
+        data[0] = b'x';
+        assert_eq!(
+            &slot.lock().unwrap()[..],
+            b"new",
+            "a copy of the caller's bytes"
+        );
+        // SAFETY: a length of 0 reads nothing.
+        let status = unsafe { statestore_buffer_set(buffer, std::ptr::null(), 0) };
+        assert_eq!(status, STATESTORE_OK);
+        assert!(slot.lock().unwrap().is_empty());
+        BUFFERS.remove(buffer, "buffer").unwrap();
+        // SAFETY: `data` is 3 readable bytes; the handle is checked first.
+        let status = unsafe { statestore_buffer_set(buffer, data.as_ptr(), 3) };
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(
+            last_error().contains("buffer is not a live"),
+            "{}",
+            last_error()
+        );
+    }
+
+    #[test]
+    fn an_attempt_writes_only_the_out_parameters_given() {
+        let token = Hlc {
+            wall_ms: 1_700_000_000_000,
+            counter: 2,
+            node: "n".into(),
+        };
+        let mut acquired = true;
+        let mut fencing_token: *mut c_char = std::ptr::NonNull::dangling().as_ptr();
+        let mut holder: *mut statestore_value = std::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: locals, valid for writes.
+        unsafe { clear_attempt(&mut acquired, &mut fencing_token, &mut holder, "acquired") }
+            .unwrap();
+        assert!(!acquired && fencing_token.is_null() && holder.is_null());
+        let outcome = AcquireOutcome::Acquired {
+            token: token.clone(),
+        };
+        // SAFETY: locals, valid for writes.
+        unsafe { outcome_out(outcome, &mut acquired, &mut fencing_token, &mut holder) };
+        assert!(acquired && holder.is_null());
+        // SAFETY: the library's NUL-terminated token.
+        let text = unsafe { std::ffi::CStr::from_ptr(fencing_token) };
+        assert_eq!(text.to_str().unwrap(), token.to_string());
+        // SAFETY: the library's string, freed once.
+        unsafe { statestore_string_free(fencing_token) };
+
+        // SAFETY: locals, valid for writes; NULL for the token nobody asked for.
+        unsafe { clear_attempt(&mut acquired, std::ptr::null_mut(), &mut holder, "acquired") }
+            .unwrap();
+        let outcome = AcquireOutcome::HeldBy {
+            holder: Some(Bytes::from_static(b"other")),
+        };
+        // SAFETY: as above.
+        unsafe { outcome_out(outcome, &mut acquired, std::ptr::null_mut(), &mut holder) };
+        assert!(!acquired);
+        // SAFETY: the value the attempt wrote.
+        let name = unsafe { &*holder };
+        // SAFETY: a value's `data` points to its `len` bytes.
+        assert_eq!(
+            unsafe { std::slice::from_raw_parts(name.data, name.len) },
+            b"other"
+        );
+        // SAFETY: the library's value, freed once.
+        unsafe { statestore_value_free(holder) };
+
+        // SAFETY: NULL is refused before any write.
+        let error = unsafe {
+            clear_attempt(
+                std::ptr::null_mut(),
+                &mut fencing_token,
+                &mut holder,
+                "acquired",
+            )
+        };
+        assert!(error.unwrap_err().to_string().contains("acquired is NULL"));
+    }
+}

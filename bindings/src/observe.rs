@@ -375,3 +375,94 @@ pub unsafe extern "C" fn statestore_observation_free(
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use statestore_core::lease::{LeaderEvent, Loss, LossReason};
+    use statestore_core::{Hlc, KeyEvent};
+
+    use super::*;
+
+    /// `len` bytes at `data`, or `None` for NULL.
+    ///
+    /// # Safety
+    /// `data` is NULL or valid for reads of `len` bytes.
+    unsafe fn read(data: *const u8, len: usize) -> Option<Vec<u8>> {
+        // SAFETY: the caller's promise.
+        (!data.is_null()).then(|| unsafe { std::slice::from_raw_parts(data, len) }.to_vec())
+    }
+
+    /// Makes the event's C form, reads every part of it as C does, and frees it.
+    fn round_trip(event: Event) -> (i32, Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>, i32, bool) {
+        let raw = owned_event(event).into_raw();
+        // SAFETY: an event the library just made, not yet freed.
+        let view = unsafe { &*raw };
+        // SAFETY: the view's pointers point into the event.
+        let key = unsafe { read(view.key, view.key_len) }.unwrap();
+        // SAFETY: as above.
+        let value = unsafe { read(view.value, view.value_len) };
+        // SAFETY: as above.
+        let holder = unsafe { read(view.holder, view.holder_len) };
+        assert_eq!(view.has_value, value.is_some());
+        assert_eq!(view.has_holder, holder.is_some());
+        // SAFETY: NULL or a NUL-terminated string inside the event.
+        let has_message = !view.loss_message.is_null()
+            && !unsafe { std::ffi::CStr::from_ptr(view.loss_message) }.is_empty();
+        if !view.version.is_null() {
+            // SAFETY: a NUL-terminated string inside the event.
+            let version = unsafe { std::ffi::CStr::from_ptr(view.version) };
+            assert!(version.to_str().unwrap().parse::<Hlc>().is_ok());
+        }
+        let parts = (view.kind, key, value, holder, view.loss_reason, has_message);
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_event_free(raw) };
+        parts
+    }
+
+    #[test]
+    fn an_event_points_into_itself_until_freed() {
+        let key = Bytes::from_static(b"k");
+        let version = Hlc {
+            wall_ms: 1_700_000_000_000,
+            counter: 0,
+            node: "n".into(),
+        };
+        let set = Event::from_key_event(
+            key.clone(),
+            KeyEvent::Set {
+                value: Bytes::from_static(b"v"),
+                version: Some(version),
+            },
+        );
+        assert_eq!(
+            round_trip(set),
+            (1, b"k".to_vec(), Some(b"v".to_vec()), None, 0, false)
+        );
+        let empty = Event::from_key_event(
+            key.clone(),
+            KeyEvent::Set {
+                value: Bytes::new(),
+                version: None,
+            },
+        );
+        assert_eq!(
+            round_trip(empty),
+            (1, b"k".to_vec(), Some(Vec::new()), None, 0, false),
+            "an empty value is present, with a non-NULL pointer"
+        );
+        let elected = Event::from_leader_event(
+            key.clone(),
+            LeaderEvent::Elected {
+                leader: Bytes::from_static(b"me"),
+            },
+        );
+        assert_eq!(
+            round_trip(elected),
+            (4, b"k".to_vec(), None, Some(b"me".to_vec()), 0, false)
+        );
+        let lost = Event::from_loss(key, Loss::new(LossReason::TakenOver));
+        assert_eq!(round_trip(lost), (6, b"k".to_vec(), None, None, 2, true));
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_event_free(std::ptr::null_mut()) };
+    }
+}

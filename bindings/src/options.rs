@@ -390,3 +390,58 @@ pub unsafe extern "C" fn statestore_options_set_reconnect_backoff_ms(
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::last_error;
+    use crate::status::statestore_status::{STATESTORE_ERR_INVALID_ARGUMENT, STATESTORE_OK};
+
+    #[test]
+    fn options_are_made_set_and_freed_through_the_c_functions() {
+        let mut options: *mut statestore_options = std::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: a local, valid for a write.
+        assert_eq!(
+            unsafe { statestore_options_new(&mut options) },
+            STATESTORE_OK
+        );
+        // SAFETY: a handle and a NUL-terminated string.
+        let status = unsafe { statestore_options_set_host(options, c"broker.example".as_ptr()) };
+        assert_eq!(status, STATESTORE_OK);
+        // SAFETY: a handle only.
+        assert_eq!(
+            unsafe { statestore_options_set_port(options, 8883) },
+            STATESTORE_OK
+        );
+        // SAFETY: NUL-terminated strings.
+        let status =
+            unsafe { statestore_options_set(options, c"keep_alive".as_ptr(), c"30s".as_ptr()) };
+        assert_eq!(status, STATESTORE_OK);
+        // SAFETY: NUL-terminated strings.
+        let status =
+            unsafe { statestore_options_set(options, c"keep_alive".as_ptr(), c"soon".as_ptr()) };
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("keep_alive"), "{}", last_error());
+        // SAFETY: NULL is refused before any read.
+        let status = unsafe { statestore_options_set_host(options, std::ptr::null()) };
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("host is NULL"), "{}", last_error());
+        let (host, port, keep_alive) = with_settings(options, |settings| {
+            let connect = &settings.connect;
+            Ok((connect.host.clone(), connect.port, connect.keep_alive))
+        })
+        .unwrap();
+        assert_eq!((host.as_str(), port), ("broker.example", 8883));
+        assert_eq!(keep_alive, Duration::from_secs(30));
+        // SAFETY: a handle only.
+        assert_eq!(unsafe { statestore_options_free(options) }, STATESTORE_OK);
+        // SAFETY: a handle only.
+        let status = unsafe { statestore_options_free(options) };
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("already freed"), "{}", last_error());
+        // SAFETY: NULL is refused before any write.
+        let status = unsafe { statestore_options_new(std::ptr::null_mut()) };
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("options is NULL"), "{}", last_error());
+    }
+}

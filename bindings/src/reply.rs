@@ -332,3 +332,120 @@ impl<T: Send + 'static, R: ToC + 'static> Call<T, R> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::client::{statestore_value, statestore_value_free, value_of, OwnedValue};
+
+    /// What a C callback saw.
+    #[derive(Debug, Default, PartialEq)]
+    struct Seen {
+        calls: u32,
+        status: i32,
+        message: Option<String>,
+        value: Option<Vec<u8>>,
+    }
+
+    /// A C callback that copies what it is given into the `Seen` behind `user`.
+    unsafe extern "C" fn record(
+        user: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        value: *const statestore_value,
+    ) {
+        // SAFETY: the tests pass a live `Seen` as user data, used by nothing else meanwhile.
+        let seen = unsafe { &mut *user.cast::<Seen>() };
+        seen.calls += 1;
+        seen.status = status as i32;
+        // SAFETY: NULL or a NUL-terminated message borrowed for this call.
+        seen.message = (!message.is_null()).then(|| {
+            unsafe { CStr::from_ptr(message) }
+                .to_string_lossy()
+                .into_owned()
+        });
+        // SAFETY: NULL or a value borrowed for this call.
+        seen.value = unsafe { value.as_ref() }.map(|value| {
+            // SAFETY: a value's `data` points to its `len` bytes.
+            unsafe { std::slice::from_raw_parts(value.data, value.len) }.to_vec()
+        });
+    }
+
+    fn delivered(result: Result<Option<OwnedValue>>) -> Seen {
+        let mut seen = Seen::default();
+        let user: *mut Seen = &mut seen;
+        let Reply::Call(callback) =
+            Reply::<Option<OwnedValue>>::callback(Some(record), user.cast())
+        else {
+            panic!("a callback reply");
+        };
+        callback.deliver(result);
+        seen
+    }
+
+    #[test]
+    fn a_callback_borrows_the_result_for_its_call() {
+        let value = value_of(Bytes::from_static(b"blue"), None);
+        let ok = delivered(Ok(Some(value)));
+        assert_eq!(
+            (ok.calls, ok.status, ok.message, ok.value.as_deref()),
+            (1, 0, None, Some(&b"blue"[..]))
+        );
+        let absent = delivered(Ok(None));
+        assert_eq!((absent.calls, absent.status, absent.value), (1, 0, None));
+        let failed = delivered(Err(Error::Timeout(Duration::from_millis(5))));
+        assert_eq!(failed.calls, 1);
+        assert_eq!(
+            failed.status,
+            statestore_status::STATESTORE_ERR_TIMEOUT as i32
+        );
+        assert!(failed.message.is_some_and(|m| !m.is_empty()) && failed.value.is_none());
+    }
+
+    #[test]
+    fn reply_arguments_are_checked_and_out_parameters_cleared() {
+        let mut out: *mut statestore_value = std::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: a local, valid for a write.
+        let reply = unsafe { Reply::<Option<OwnedValue>>::optional(&mut out) };
+        assert!(out.is_null(), "cleared, so that a failed call leaves NULL");
+        assert!(matches!(reply, Reply::Wait(_)));
+        // SAFETY: NULL is refused before any write.
+        let refused =
+            unsafe { Reply::<Option<OwnedValue>>::required(std::ptr::null_mut(), "value") };
+        let error = refused.accepted().err().unwrap().to_string();
+        assert!(error.contains("value is NULL"), "{error}");
+        let refused = Reply::<Option<OwnedValue>>::callback(None, std::ptr::null_mut());
+        let error = refused.accepted().err().unwrap().to_string();
+        assert!(error.contains("callback is NULL"), "{error}");
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "runs on the library's runtime, whose threads set their signal mask through \
+                  libc calls that Miri cannot run"
+    )]
+    fn a_blocking_call_writes_its_result_through_the_out_parameter() {
+        let mut out: *mut statestore_value = std::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: a local, valid for a write until the call returns.
+        let reply = unsafe { Reply::<Option<OwnedValue>>::optional(&mut out) };
+        let call = Call::detached(async { Ok(Bytes::from_static(b"red")) }, |value| {
+            Some(value_of(value, None))
+        });
+        call.finish(reply).unwrap();
+        // SAFETY: the value the call wrote, not yet freed.
+        let value = unsafe { &*out };
+        // SAFETY: a value's `data` points to its `len` bytes.
+        assert_eq!(
+            unsafe { std::slice::from_raw_parts(value.data, value.len) },
+            b"red"
+        );
+        // SAFETY: the library's value, freed once.
+        unsafe { statestore_value_free(out) };
+    }
+}

@@ -207,3 +207,150 @@ impl UserData {
         self.0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A live value's handle, the way C holds it.
+    struct Probe;
+
+    #[test]
+    fn handles_are_checked_ids_never_dereferenced() {
+        let first: Handles<u32> = Handles::new(1, "first_thing");
+        let second: Handles<u32> = Handles::new(2, "second_thing");
+        let handle: *mut Probe = first.insert(Arc::new(7));
+        assert_eq!(*first.get(handle, "h").unwrap(), 7);
+        assert_eq!(first.live().as_deref(), Some("1 first_thing"));
+        let foreign = second.get(handle, "h").unwrap_err().to_string();
+        assert!(
+            foreign.contains("h is not a live second_thing"),
+            "{foreign}"
+        );
+        // A pointer to real memory is no handle of either table, and is not read.
+        let memory = 7u32;
+        let pointer: *const u32 = &memory;
+        assert!(first.get(pointer, "h").is_err() && second.remove(pointer, "h").is_err());
+        assert!(first
+            .get(std::ptr::null::<Probe>(), "h")
+            .unwrap_err()
+            .to_string()
+            .contains("h is NULL"));
+        assert!(first
+            .remove(std::ptr::null::<Probe>(), "h")
+            .unwrap()
+            .is_none());
+        assert_eq!(first.remove(handle, "h").unwrap().as_deref(), Some(&7));
+        let stale = first.remove(handle, "h").unwrap_err().to_string();
+        assert!(stale.contains("already freed"), "{stale}");
+        assert!(first.get(handle, "h").is_err());
+        assert!(first.live().is_none());
+    }
+
+    #[test]
+    fn handles_work_from_several_threads_at_once() {
+        static SHARED: Handles<usize> = Handles::new(9, "shared_thing");
+        let workers: Vec<_> = (0..4)
+            .map(|worker| {
+                std::thread::spawn(move || {
+                    for round in 0..8 {
+                        let value = worker * 100 + round;
+                        let handle: *mut Probe = SHARED.insert(Arc::new(value));
+                        assert_eq!(*SHARED.get(handle, "h").unwrap(), value);
+                        assert_eq!(*SHARED.remove(handle, "h").unwrap().unwrap(), value);
+                        assert!(SHARED.get(handle, "h").is_err());
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().unwrap();
+        }
+        assert!(SHARED.live().is_none());
+    }
+
+    #[test]
+    fn byte_arguments_are_copied_and_refused_before_any_read() {
+        let mut data = *b"abcd";
+        // SAFETY: `data` is 4 readable bytes.
+        let copied = unsafe { bytes(data.as_ptr(), 3, "value") }.unwrap();
+        data[0] = b'z';
+        assert_eq!(
+            &copied[..],
+            b"abc",
+            "a copy, not a view of the caller's memory"
+        );
+        // SAFETY: a length of 0 reads nothing, so NULL is allowed.
+        assert!(unsafe { bytes(std::ptr::null(), 0, "value") }
+            .unwrap()
+            .is_empty());
+        // SAFETY: NULL with a length is refused before anything is read.
+        let error = unsafe { bytes(std::ptr::null(), 3, "value") }.unwrap_err();
+        assert!(error.to_string().contains("value is NULL"), "{error}");
+        // A length over the largest packet is refused before the (dangling) pointer is read:
+        // Miri reports any read of it.
+        let huge = MQTT_MAX_PACKET_SIZE as usize + 1;
+        let dangling = std::ptr::NonNull::<u8>::dangling().as_ptr();
+        // SAFETY: the length is refused before the pointer is used.
+        let error = unsafe { bytes(dangling, huge, "value") }.unwrap_err();
+        assert!(error.to_string().contains("value_len is"), "{error}");
+        // SAFETY: as above.
+        let error = unsafe { key(dangling, 0, "key") }.unwrap_err();
+        assert!(
+            error.to_string().contains("keys may not be empty"),
+            "{error}"
+        );
+        // SAFETY: `data` is 4 readable bytes.
+        assert_eq!(
+            &unsafe { key(data.as_ptr(), 4, "key") }.unwrap()[..],
+            b"zbcd"
+        );
+    }
+
+    #[test]
+    fn strings_and_tokens_are_read_up_to_their_nul() {
+        // SAFETY: a NUL-terminated literal.
+        assert_eq!(unsafe { string(c"host".as_ptr(), "host") }.unwrap(), "host");
+        // SAFETY: NULL is refused before any read.
+        let error = unsafe { string(std::ptr::null(), "host") }.unwrap_err();
+        assert!(error.to_string().contains("host is NULL"), "{error}");
+        let latin1 = [0xe9u8, 0];
+        // SAFETY: NUL-terminated.
+        let error = unsafe { string(latin1.as_ptr().cast(), "host") }.unwrap_err();
+        assert!(error.to_string().contains("not valid UTF-8"), "{error}");
+        // SAFETY: NULL is no token.
+        assert!(unsafe { token(std::ptr::null(), "t") }.unwrap().is_none());
+        let version = Hlc {
+            wall_ms: 1_700_000_000_000,
+            counter: 3,
+            node: "node".into(),
+        };
+        let text = CString::new(version.to_string()).unwrap();
+        // SAFETY: NUL-terminated.
+        assert_eq!(unsafe { token(text.as_ptr(), "t") }.unwrap(), Some(version));
+        // SAFETY: NUL-terminated.
+        let error = unsafe { token(c"soon".as_ptr(), "t") }.unwrap_err();
+        assert!(
+            error.to_string().contains("t is not a version (\"soon\")"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn out_parameters_are_written_or_refused_when_null() {
+        let mut number = 0usize;
+        // SAFETY: a local, valid for a write.
+        unsafe { put(&mut number, "n", 5) }.unwrap();
+        assert_eq!(number, 5);
+        // SAFETY: NULL is refused before any write.
+        let error = unsafe { put(std::ptr::null_mut::<usize>(), "n", 5) }.unwrap_err();
+        assert!(error.to_string().contains("n is NULL"), "{error}");
+        let mut pointer: *mut Probe = std::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: a local, valid for a write.
+        unsafe { out_ptr(&mut pointer, "p") }.unwrap();
+        assert!(
+            pointer.is_null(),
+            "cleared, so that a failed call leaves NULL"
+        );
+    }
+}

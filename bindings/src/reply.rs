@@ -12,7 +12,7 @@ use statestore_core::{Error, Result};
 
 use crate::client::{run_callback, ClientState, Owned};
 use crate::status::{c_string, entry, statestore_status};
-use crate::util::{null, UserData};
+use crate::util::{null, Out, UserData};
 
 /// The value of an out-parameter or a callback argument when there is no result.
 pub(crate) trait Blank {
@@ -127,7 +127,8 @@ impl ToC for () {
 }
 
 /// An `_async` call's C callback and its user data, as one closure of status, message and
-/// result.
+/// result. Only [`Callback::deliver`] calls the closure (the field is private to this
+/// module), with a message and a result that stay valid during the call.
 pub(crate) struct Callback<A>(Box<dyn FnOnce(statestore_status, *const c_char, A) + Send>);
 
 impl<A: Blank> Callback<A> {
@@ -154,8 +155,8 @@ impl<A: Blank> Callback<A> {
 /// How an entry point reports a result: through an out-parameter once the call is done
 /// (blocking), or to a callback on a library thread (`_async`).
 pub(crate) enum Reply<R: ToC> {
-    /// Block; write the result through the pointer unless it is NULL.
-    Wait(*mut R::Out),
+    /// Block; write the result through the out-parameter unless it is NULL.
+    Wait(Out<R::Out>),
     /// Return at once; the callback gets the result.
     Call(Callback<R::Arg>),
     /// An argument of the reply itself was refused (a NULL callback or out-parameter).
@@ -173,51 +174,54 @@ pub(crate) type CStatusCallback =
 impl<R: ToC> Reply<R> {
     /// Blocking; `out` may be NULL (the result is then dropped). Cleared first, so that a
     /// failed call leaves NULL behind.
-    ///
-    /// # Safety
-    /// `out` must be NULL or valid for a write.
-    pub(crate) unsafe fn optional(out: *mut R::Out) -> Self {
-        if !out.is_null() {
-            unsafe { out.write(Blank::blank()) };
-        }
+    pub(crate) fn optional(out: Out<R::Out>) -> Self {
+        out.set(Blank::blank());
         Self::Wait(out)
     }
 
     /// Blocking; `out` (the argument `name`) may not be NULL.
-    ///
-    /// # Safety
-    /// As [`Reply::optional`].
-    pub(crate) unsafe fn required(out: *mut R::Out, name: &str) -> Self {
+    pub(crate) fn required(out: Out<R::Out>, name: &str) -> Self {
         if out.is_null() {
             return Self::Refused(null(name));
         }
-        unsafe { Self::optional(out) }
+        Self::optional(out)
     }
 
     /// Blocking, for calls whose only result is their status.
     pub(crate) fn status_only() -> Self {
-        Self::Wait(std::ptr::null_mut())
+        Self::Wait(Out::none())
     }
 
     /// `_async`: `callback` gets the status, the message and the result.
-    pub(crate) fn callback(callback: CCallback<R::Arg>, user_data: *mut c_void) -> Self {
+    ///
+    /// # Safety
+    /// `callback` is NULL, or may be called once with `user_data` from a library thread (the
+    /// contract every `_async` function passes on to C).
+    pub(crate) unsafe fn callback(callback: CCallback<R::Arg>, user_data: *mut c_void) -> Self {
         let Some(callback) = callback else {
             return Self::Refused(null("callback"));
         };
         let user = UserData(user_data);
-        Self::Call(Callback(Box::new(move |status, message, arg| unsafe {
-            callback(user.get(), status, message, arg)
+        Self::Call(Callback(Box::new(move |status, message, arg| {
+            // SAFETY: the caller of `Reply::callback` promised that `callback` may be called
+            // with `user_data` from this thread; `deliver` keeps `message` and `arg` valid.
+            unsafe { callback(user.get(), status, message, arg) }
         })))
     }
 
     /// `_async`: `callback` gets the status and the message only.
-    pub(crate) fn status(callback: CStatusCallback, user_data: *mut c_void) -> Self {
+    ///
+    /// # Safety
+    /// As [`Reply::callback`].
+    pub(crate) unsafe fn status(callback: CStatusCallback, user_data: *mut c_void) -> Self {
         let Some(callback) = callback else {
             return Self::Refused(null("callback"));
         };
         let user = UserData(user_data);
-        Self::Call(Callback(Box::new(move |status, message, _| unsafe {
-            callback(user.get(), status, message)
+        Self::Call(Callback(Box::new(move |status, message, _| {
+            // SAFETY: the caller of `Reply::status` promised that `callback` may be called
+            // with `user_data` from this thread; `deliver` keeps `message` valid.
+            unsafe { callback(user.get(), status, message) }
         })))
     }
 
@@ -307,8 +311,10 @@ impl<T: Send + 'static, R: ToC + 'static> Call<T, R> {
                     Runner::Detached => Pending::spawn(self.future).wait(),
                 }?;
                 let value = (self.convert)(result);
+                // Converted to its C form only for a caller who takes it, so that a result
+                // nobody asked for is dropped, not leaked.
                 if !out.is_null() {
-                    unsafe { out.write(value.into_out()) };
+                    out.set(value.into_out());
                 }
                 Ok(())
             }
@@ -363,11 +369,10 @@ mod tests {
         let seen = unsafe { &mut *user.cast::<Seen>() };
         seen.calls += 1;
         seen.status = status as i32;
-        // SAFETY: NULL or a NUL-terminated message borrowed for this call.
         seen.message = (!message.is_null()).then(|| {
-            unsafe { CStr::from_ptr(message) }
-                .to_string_lossy()
-                .into_owned()
+            // SAFETY: not NULL, so a NUL-terminated message borrowed for this call.
+            let text = unsafe { CStr::from_ptr(message) };
+            text.to_string_lossy().into_owned()
         });
         // SAFETY: NULL or a value borrowed for this call.
         seen.value = unsafe { value.as_ref() }.map(|value| {
@@ -379,9 +384,10 @@ mod tests {
     fn delivered(result: Result<Option<OwnedValue>>) -> Seen {
         let mut seen = Seen::default();
         let user: *mut Seen = &mut seen;
-        let Reply::Call(callback) =
-            Reply::<Option<OwnedValue>>::callback(Some(record), user.cast())
-        else {
+        // SAFETY: `record` may be called with this user data on this thread, where
+        // `deliver` calls it.
+        let reply = unsafe { Reply::<Option<OwnedValue>>::callback(Some(record), user.cast()) };
+        let Reply::Call(callback) = reply else {
             panic!("a callback reply");
         };
         callback.deliver(result);
@@ -410,16 +416,15 @@ mod tests {
     #[test]
     fn reply_arguments_are_checked_and_out_parameters_cleared() {
         let mut out: *mut statestore_value = std::ptr::NonNull::dangling().as_ptr();
-        // SAFETY: a local, valid for a write.
-        let reply = unsafe { Reply::<Option<OwnedValue>>::optional(&mut out) };
+        // SAFETY: a local that nothing else touches while `reply` is used.
+        let reply = Reply::<Option<OwnedValue>>::optional(unsafe { Out::new(&mut out) });
         assert!(out.is_null(), "cleared, so that a failed call leaves NULL");
         assert!(matches!(reply, Reply::Wait(_)));
-        // SAFETY: NULL is refused before any write.
-        let refused =
-            unsafe { Reply::<Option<OwnedValue>>::required(std::ptr::null_mut(), "value") };
+        let refused = Reply::<Option<OwnedValue>>::required(Out::none(), "value");
         let error = refused.accepted().err().unwrap().to_string();
         assert!(error.contains("value is NULL"), "{error}");
-        let refused = Reply::<Option<OwnedValue>>::callback(None, std::ptr::null_mut());
+        // SAFETY: NULL, which is refused.
+        let refused = unsafe { Reply::<Option<OwnedValue>>::callback(None, std::ptr::null_mut()) };
         let error = refused.accepted().err().unwrap().to_string();
         assert!(error.contains("callback is NULL"), "{error}");
     }
@@ -432,8 +437,8 @@ mod tests {
     )]
     fn a_blocking_call_writes_its_result_through_the_out_parameter() {
         let mut out: *mut statestore_value = std::ptr::NonNull::dangling().as_ptr();
-        // SAFETY: a local, valid for a write until the call returns.
-        let reply = unsafe { Reply::<Option<OwnedValue>>::optional(&mut out) };
+        // SAFETY: a local that nothing else touches while `reply` is used.
+        let reply = Reply::<Option<OwnedValue>>::optional(unsafe { Out::new(&mut out) });
         let call = Call::detached(async { Ok(Bytes::from_static(b"red")) }, |value| {
             Some(value_of(value, None))
         });
@@ -441,10 +446,8 @@ mod tests {
         // SAFETY: the value the call wrote, not yet freed.
         let value = unsafe { &*out };
         // SAFETY: a value's `data` points to its `len` bytes.
-        assert_eq!(
-            unsafe { std::slice::from_raw_parts(value.data, value.len) },
-            b"red"
-        );
+        let bytes = unsafe { std::slice::from_raw_parts(value.data, value.len) };
+        assert_eq!(bytes, b"red");
         // SAFETY: the library's value, freed once.
         unsafe { statestore_value_free(out) };
     }

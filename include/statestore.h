@@ -38,6 +38,19 @@
  *   no limit for waits (acquire, campaign, `statestore_observation_next()`). A zero call
  *   timeout or expiry is refused with `STATESTORE_ERR_INVALID_ARGUMENT`; a zero wait means
  *   one attempt (or, for `statestore_observation_next()`, only an event already queued).
+ * - POINTERS. What the library cannot check, the caller guarantees; each function's
+ *   "Safety" paragraph says which of these it relies on. A byte argument `p` points to
+ *   `p_len` readable bytes (or is NULL when `p_len` is 0). A string argument is NULL or
+ *   NUL-terminated. An options struct argument is NULL or points to an initialised struct,
+ *   whose `fencing_token` is NULL or NUL-terminated. An out-parameter is NULL or points to
+ *   writable storage of its type that nothing else uses during the call. A pointer given to
+ *   a `_free` function is NULL or came from this library and was not freed yet. A callback
+ *   (and an update function) may be called with its `user_data` on the thread its function
+ *   names (a library thread for `_async` calls and observations). Byte, string, struct and
+ *   out-parameter pointers are used only during the call (`_async` functions copy their
+ *   input before they return). Handles need nothing of the kind: the library checks them
+ *   and never dereferences them, so a function that takes only handles and numbers has no
+ *   "Safety" paragraph.
  * - OWNERSHIP. Every object the library allocates has exactly one free function:
  *   handles (`statestore_client`, `statestore_options`, `statestore_observation`,
  *   `statestore_lock`, `statestore_lock_guard`, `statestore_lease`, `statestore_election`)
@@ -885,7 +898,7 @@ statestore_status statestore_shutdown(void);
  * is a new client (free it with `statestore_client_free()`); on failure it is NULL.
  *
  * # Safety
- * `client` must be NULL or valid for a write.
+ * `client` is NULL or points to writable storage.
  */
 statestore_status statestore_connect(const struct statestore_options *options,
                                      struct statestore_client **client);
@@ -895,7 +908,7 @@ statestore_status statestore_connect(const struct statestore_options *options,
  * or the error.
  *
  * # Safety
- * `callback` must be safe to call from another thread with `user_data`.
+ * `callback` may be called with `user_data` on a library thread.
  */
 statestore_status statestore_connect_async(const struct statestore_options *options,
                                            statestore_connect_cb callback,
@@ -908,9 +921,6 @@ statestore_status statestore_connect_async(const struct statestore_options *opti
  * inside a callback it cannot wait for the others: they run after the current callback
  * returns). Later calls fail with `STATESTORE_ERR_CLOSED`. Closing twice is fine. The
  * handle stays valid until `statestore_client_free()`.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_close(struct statestore_client *client);
 
@@ -919,9 +929,6 @@ statestore_status statestore_close(struct statestore_client *client);
  * does nothing. Locks, leases, elections and observations created from it must still be
  * freed. A free that fails changes nothing: where the client cannot be closed (inside an
  * inline or a log callback: `STATESTORE_ERR_RUNTIME`) it stays open and its handle valid.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_client_free(struct statestore_client *client);
 
@@ -930,7 +937,7 @@ statestore_status statestore_client_free(struct statestore_client *client);
  * until the client is freed.
  *
  * # Safety
- * `client_id` must be NULL or valid for a write.
+ * `client_id` is NULL or points to writable storage.
  */
 statestore_status statestore_client_id(const struct statestore_client *client,
                                        const char **client_id);
@@ -939,7 +946,7 @@ statestore_status statestore_client_id(const struct statestore_client *client,
  * Frees a value returned by the library. NULL does nothing.
  *
  * # Safety
- * `value` must be NULL or a value from this library, not yet freed.
+ * `value` is NULL or a value from this library, not yet freed.
  */
 void statestore_value_free(struct statestore_value *value);
 
@@ -947,7 +954,7 @@ void statestore_value_free(struct statestore_value *value);
  * Frees a SET result. NULL does nothing.
  *
  * # Safety
- * `result` must be NULL or a result from this library, not yet freed.
+ * `result` is NULL or a SET result from this library, not yet freed.
  */
 void statestore_set_result_free(struct statestore_set_result *result);
 
@@ -955,7 +962,7 @@ void statestore_set_result_free(struct statestore_set_result *result);
  * Frees a DEL/VDEL result. NULL does nothing.
  *
  * # Safety
- * `result` must be NULL or a result from this library, not yet freed.
+ * `result` is NULL or a DEL/VDEL result from this library, not yet freed.
  */
 void statestore_delete_result_free(struct statestore_delete_result *result);
 
@@ -963,7 +970,7 @@ void statestore_delete_result_free(struct statestore_delete_result *result);
  * Frees a key list. NULL does nothing.
  *
  * # Safety
- * `list` must be NULL or a list from this library, not yet freed.
+ * `list` is NULL or a key list from this library, not yet freed.
  */
 void statestore_key_list_free(struct statestore_key_list *list);
 
@@ -971,7 +978,7 @@ void statestore_key_list_free(struct statestore_key_list *list);
  * Frees a string returned by the library (fencing tokens...). NULL does nothing.
  *
  * # Safety
- * `text` must be NULL or a string from this library, not yet freed.
+ * `text` is NULL or a string this library gave to be freed here, not yet freed.
  */
 void statestore_string_free(char *text);
 
@@ -980,8 +987,9 @@ void statestore_string_free(char *text);
  * NULL) receives the outcome; free it with `statestore_set_result_free()`.
  *
  * # Safety
- * `key`/`value` must be valid for `key_len`/`value_len` bytes (NULL allowed for length 0),
- * `options` NULL or valid, `result` NULL or valid for a write.
+ * `key` points to `key_len` readable bytes and `value` to `value_len` (either NULL when its
+ * length is 0); `options` is NULL or points to a `statestore_set_options` (its
+ * `fencing_token` NULL or NUL-terminated); `result` is NULL or points to writable storage.
  */
 statestore_status statestore_set(const struct statestore_client *client,
                                  const uint8_t *key,
@@ -995,7 +1003,8 @@ statestore_status statestore_set(const struct statestore_client *client,
  * `statestore_set()` without blocking: `callback` runs once on a library thread.
  *
  * # Safety
- * As `statestore_set()`; the arguments are copied before the function returns.
+ * `key`, `value` and `options` as for `statestore_set()` (read before the function returns);
+ * `callback` may be called with `user_data` on a library thread.
  */
 statestore_status statestore_set_async(const struct statestore_client *client,
                                        const uint8_t *key,
@@ -1012,7 +1021,7 @@ statestore_status statestore_set_async(const struct statestore_client *client,
  * default timeout (0 is refused).
  *
  * # Safety
- * `key` valid for `key_len` bytes, `value` valid for a write.
+ * `key` points to `key_len` readable bytes; `value` is NULL or points to writable storage.
  */
 statestore_status statestore_get(const struct statestore_client *client,
                                  const uint8_t *key,
@@ -1024,7 +1033,8 @@ statestore_status statestore_get(const struct statestore_client *client,
  * `statestore_get()` without blocking: `callback` runs once on a library thread.
  *
  * # Safety
- * As `statestore_get()`.
+ * `key` as for `statestore_get()`; `callback` may be called with `user_data` on a library
+ * thread.
  */
 statestore_status statestore_get_async(const struct statestore_client *client,
                                        const uint8_t *key,
@@ -1038,7 +1048,9 @@ statestore_status statestore_get_async(const struct statestore_client *client,
  * the outcome (free with `statestore_delete_result_free()`).
  *
  * # Safety
- * As `statestore_set()`.
+ * `key` points to `key_len` readable bytes; `options` is NULL or points to a
+ * `statestore_delete_options` (its `fencing_token` NULL or NUL-terminated); `result` is NULL
+ * or points to writable storage.
  */
 statestore_status statestore_delete(const struct statestore_client *client,
                                     const uint8_t *key,
@@ -1051,7 +1063,8 @@ statestore_status statestore_delete(const struct statestore_client *client,
  * `STATESTORE_VALUE_MISMATCH`.
  *
  * # Safety
- * As `statestore_set()`.
+ * As `statestore_delete()`, and `value` points to `value_len` readable bytes (NULL when
+ * `value_len` is 0).
  */
 statestore_status statestore_vdel(const struct statestore_client *client,
                                   const uint8_t *key,
@@ -1065,7 +1078,8 @@ statestore_status statestore_vdel(const struct statestore_client *client,
  * `statestore_delete()` without blocking.
  *
  * # Safety
- * As `statestore_delete()`.
+ * `key` and `options` as for `statestore_delete()`; `callback` may be called with
+ * `user_data` on a library thread.
  */
 statestore_status statestore_delete_async(const struct statestore_client *client,
                                           const uint8_t *key,
@@ -1078,7 +1092,8 @@ statestore_status statestore_delete_async(const struct statestore_client *client
  * `statestore_vdel()` without blocking.
  *
  * # Safety
- * As `statestore_vdel()`.
+ * `key`, `value` and `options` as for `statestore_vdel()`; `callback` may be called with
+ * `user_data` on a library thread.
  */
 statestore_status statestore_vdel_async(const struct statestore_client *client,
                                         const uint8_t *key,
@@ -1096,7 +1111,8 @@ statestore_status statestore_vdel_async(const struct statestore_client *client,
  * `statestore_key_list_free()`.
  *
  * # Safety
- * `pattern` valid for `pattern_len` bytes, `keys` valid for a write.
+ * `pattern` points to `pattern_len` readable bytes; `keys` is NULL or points to writable
+ * storage.
  */
 statestore_status statestore_keys(const struct statestore_client *client,
                                   const uint8_t *pattern,
@@ -1107,7 +1123,8 @@ statestore_status statestore_keys(const struct statestore_client *client,
  * `statestore_keys()` without blocking.
  *
  * # Safety
- * As `statestore_keys()`.
+ * `pattern` as for `statestore_keys()`; `callback` may be called with `user_data` on a
+ * library thread.
  */
 statestore_status statestore_keys_async(const struct statestore_client *client,
                                         const uint8_t *pattern,
@@ -1119,7 +1136,7 @@ statestore_status statestore_keys_async(const struct statestore_client *client,
  * A lock on the key `name` whose holdings last `ttl_ms` (renewed automatically while held).
  *
  * # Safety
- * `name` valid for `name_len` bytes, `lock` valid for a write.
+ * `name` points to `name_len` readable bytes; `lock` is NULL or points to writable storage.
  */
 statestore_status statestore_lock_new(const struct statestore_client *client,
                                       const uint8_t *name,
@@ -1130,18 +1147,12 @@ statestore_status statestore_lock_new(const struct statestore_client *client,
 /**
  * Whether guards renew the lock automatically (default: yes). Without renewal a holding
  * ends after its TTL.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_lock_set_auto_renew(const struct statestore_lock *lock,
                                                  bool auto_renew);
 
 /**
  * Frees a lock. NULL does nothing. Guards taken from it stay valid.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_lock_free(struct statestore_lock *lock);
 
@@ -1151,7 +1162,7 @@ statestore_status statestore_lock_free(struct statestore_lock *lock);
  * success `*guard` is the holding (free it with `statestore_lock_guard_free()`).
  *
  * # Safety
- * `guard` valid for a write.
+ * `guard` is NULL or points to writable storage.
  */
 statestore_status statestore_lock_acquire(const struct statestore_lock *lock,
                                           int64_t timeout_ms,
@@ -1161,7 +1172,7 @@ statestore_status statestore_lock_acquire(const struct statestore_lock *lock,
  * One attempt: `*guard` is the holding, or NULL if another holder has the lock (status OK).
  *
  * # Safety
- * `guard` valid for a write.
+ * `guard` is NULL or points to writable storage.
  */
 statestore_status statestore_lock_try_acquire(const struct statestore_lock *lock,
                                               struct statestore_lock_guard **guard);
@@ -1171,7 +1182,7 @@ statestore_status statestore_lock_try_acquire(const struct statestore_lock *lock
  * it then owns) or the error.
  *
  * # Safety
- * `callback` must be safe to call from another thread with `user_data`.
+ * `callback` may be called with `user_data` on a library thread.
  */
 statestore_status statestore_lock_acquire_async(const struct statestore_lock *lock,
                                                 int64_t timeout_ms,
@@ -1183,7 +1194,7 @@ statestore_status statestore_lock_acquire_async(const struct statestore_lock *lo
  * is 0). Call it from an update function only.
  *
  * # Safety
- * `data` valid for `len` bytes; `buffer` is checked, never dereferenced.
+ * `data` points to `len` readable bytes (NULL when `len` is 0).
  */
 statestore_status statestore_buffer_set(struct statestore_buffer *buffer,
                                         const uint8_t *data,
@@ -1202,8 +1213,8 @@ statestore_status statestore_buffer_set(struct statestore_buffer *buffer,
  * itself.
  *
  * # Safety
- * `key` valid for `key_len` bytes; `update` callable with `user_data`; `written` NULL or
- * valid for a write.
+ * `key` points to `key_len` readable bytes; `update` may be called with `user_data` on the
+ * calling thread; `written` is NULL or points to writable storage.
  */
 statestore_status statestore_lock_update(const struct statestore_lock *lock,
                                          const uint8_t *key,
@@ -1226,8 +1237,8 @@ statestore_status statestore_lock_update(const struct statestore_lock *lock,
  * the lock could not be taken (or the client closed while waiting for it).
  *
  * # Safety
- * `key` valid for `key_len` bytes; `update` and `callback` safe to call from another thread
- * with `user_data`.
+ * `key` points to `key_len` readable bytes; `update` and `callback` may be called with
+ * `user_data` on a library thread.
  */
 statestore_status statestore_lock_update_async(const struct statestore_lock *lock,
                                                const uint8_t *key,
@@ -1242,7 +1253,7 @@ statestore_status statestore_lock_update_async(const struct statestore_lock *loc
  * value without version; free with `statestore_value_free()`), NULL when free.
  *
  * # Safety
- * `holder` valid for a write.
+ * `holder` is NULL or points to writable storage.
  */
 statestore_status statestore_lock_holder(const struct statestore_lock *lock,
                                          struct statestore_value **holder);
@@ -1252,7 +1263,7 @@ statestore_status statestore_lock_holder(const struct statestore_lock *lock,
  * to write the keys the lock protects. Borrowed until the guard is freed.
  *
  * # Safety
- * `token` valid for a write.
+ * `token` is NULL or points to writable storage.
  */
 statestore_status statestore_lock_guard_fencing_token(const struct statestore_lock_guard *guard,
                                                       const char **token);
@@ -1261,7 +1272,7 @@ statestore_status statestore_lock_guard_fencing_token(const struct statestore_lo
  * Whether the lock is still held by this guard (false once released or lost).
  *
  * # Safety
- * `held` valid for a write.
+ * `held` is NULL or points to writable storage.
  */
 statestore_status statestore_lock_guard_is_held(const struct statestore_lock_guard *guard,
                                                 bool *held);
@@ -1272,16 +1283,13 @@ statestore_status statestore_lock_guard_is_held(const struct statestore_lock_gua
  * ends without an event when the lock is released.
  *
  * # Safety
- * `observation` valid for a write.
+ * `observation` is NULL or points to writable storage.
  */
 statestore_status statestore_lock_guard_watch_loss(const struct statestore_lock_guard *guard,
                                                    struct statestore_observation **observation);
 
 /**
  * Releases the lock and waits for the service's answer. The guard must still be freed.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_lock_guard_release(const struct statestore_lock_guard *guard);
 
@@ -1289,7 +1297,7 @@ statestore_status statestore_lock_guard_release(const struct statestore_lock_gua
  * `statestore_lock_guard_release()` without blocking.
  *
  * # Safety
- * `callback` must be safe to call from another thread with `user_data`.
+ * `callback` may be called with `user_data` on a library thread.
  */
 statestore_status statestore_lock_guard_release_async(const struct statestore_lock_guard *guard,
                                                       statestore_done_cb callback,
@@ -1299,9 +1307,6 @@ statestore_status statestore_lock_guard_release_async(const struct statestore_lo
  * Frees a guard, releasing the lock in the background if it is still held (release it
  * explicitly before closing the client: a background release queued at close is never
  * sent, and the lock then stays taken until its TTL passes). NULL does nothing.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_lock_guard_free(struct statestore_lock_guard *guard);
 
@@ -1310,7 +1315,8 @@ statestore_status statestore_lock_guard_free(struct statestore_lock_guard *guard
  * while held.
  *
  * # Safety
- * `key`/`holder` valid for their lengths; `lease` valid for a write.
+ * `key` points to `key_len` readable bytes and `holder` to `holder_len`; `lease` is NULL or
+ * points to writable storage.
  */
 statestore_status statestore_lease_new(const struct statestore_client *client,
                                        const uint8_t *key,
@@ -1321,9 +1327,6 @@ statestore_status statestore_lease_new(const struct statestore_client *client,
 
 /**
  * Turns automatic renewal on or off (default: on).
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_lease_set_auto_renew(const struct statestore_lease *lease,
                                                   bool auto_renew);
@@ -1334,7 +1337,7 @@ statestore_status statestore_lease_set_auto_renew(const struct statestore_lease 
  * `statestore_string_free()`.
  *
  * # Safety
- * `fencing_token` NULL or valid for a write.
+ * `fencing_token` is NULL or points to writable storage.
  */
 statestore_status statestore_lease_acquire(const struct statestore_lease *lease,
                                            uint64_t ttl_ms,
@@ -1345,7 +1348,7 @@ statestore_status statestore_lease_acquire(const struct statestore_lease *lease,
  * `statestore_lease_acquire()` without blocking.
  *
  * # Safety
- * `callback` must be safe to call from another thread with `user_data`.
+ * `callback` may be called with `user_data` on a library thread.
  */
 statestore_status statestore_lease_acquire_async(const struct statestore_lease *lease,
                                                  uint64_t ttl_ms,
@@ -1360,7 +1363,7 @@ statestore_status statestore_lease_acquire_async(const struct statestore_lease *
  * `*holder` receives that holder's name when known (free with `statestore_value_free()`).
  *
  * # Safety
- * `acquired` valid for a write; `fencing_token` and `holder` NULL or valid for a write.
+ * `acquired`, `fencing_token` and `holder` are NULL or point to writable storage.
  */
 statestore_status statestore_lease_try_acquire(const struct statestore_lease *lease,
                                                uint64_t ttl_ms,
@@ -1375,7 +1378,7 @@ statestore_status statestore_lease_try_acquire(const struct statestore_lease *le
  * `statestore_loss_reason` (else `STATESTORE_LOSS_NONE`).
  *
  * # Safety
- * `state` valid for a write; the others NULL or valid for a write.
+ * `state`, `fencing_token` and `loss_reason` are NULL or point to writable storage.
  */
 statestore_status statestore_lease_get_state(const struct statestore_lease *lease,
                                              int32_t *state,
@@ -1384,9 +1387,6 @@ statestore_status statestore_lease_get_state(const struct statestore_lease *leas
 
 /**
  * Renews the lease now (only needed without automatic renewal).
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_lease_renew(const struct statestore_lease *lease);
 
@@ -1395,7 +1395,7 @@ statestore_status statestore_lease_renew(const struct statestore_lease *lease);
  * `*released` (if not NULL) says whether it was held.
  *
  * # Safety
- * `released` NULL or valid for a write.
+ * `released` is NULL or points to writable storage.
  */
 statestore_status statestore_lease_release(const struct statestore_lease *lease, bool *released);
 
@@ -1403,7 +1403,7 @@ statestore_status statestore_lease_release(const struct statestore_lease *lease,
  * `statestore_lease_release()` without blocking.
  *
  * # Safety
- * `callback` must be safe to call from another thread with `user_data`.
+ * `callback` may be called with `user_data` on a library thread.
  */
 statestore_status statestore_lease_release_async(const struct statestore_lease *lease,
                                                  statestore_done_cb callback,
@@ -1414,7 +1414,7 @@ statestore_status statestore_lease_release_async(const struct statestore_lease *
  * `statestore_string_free()`.
  *
  * # Safety
- * `fencing_token` valid for a write.
+ * `fencing_token` is NULL or points to writable storage.
  */
 statestore_status statestore_lease_fencing_token(const struct statestore_lease *lease,
                                                  char **fencing_token);
@@ -1423,7 +1423,7 @@ statestore_status statestore_lease_fencing_token(const struct statestore_lease *
  * Whether the lease is held (as this holder sees it).
  *
  * # Safety
- * `held` valid for a write.
+ * `held` is NULL or points to writable storage.
  */
 statestore_status statestore_lease_is_held(const struct statestore_lease *lease, bool *held);
 
@@ -1432,7 +1432,7 @@ statestore_status statestore_lease_is_held(const struct statestore_lease *lease,
  * version; free with `statestore_value_free()`) or NULL if nobody holds it.
  *
  * # Safety
- * `holder` valid for a write.
+ * `holder` is NULL or points to writable storage.
  */
 statestore_status statestore_lease_holder(const struct statestore_lease *lease,
                                           struct statestore_value **holder);
@@ -1442,7 +1442,7 @@ statestore_status statestore_lease_holder(const struct statestore_lease *lease,
  * then the end (no event if the lease is released instead).
  *
  * # Safety
- * `observation` valid for a write.
+ * `observation` is NULL or points to writable storage.
  */
 statestore_status statestore_lease_watch_loss(const struct statestore_lease *lease,
                                               struct statestore_observation **observation);
@@ -1451,9 +1451,6 @@ statestore_status statestore_lease_watch_loss(const struct statestore_lease *lea
  * Frees a lease handle. A lease still held stops renewing and is released in the
  * background (call `statestore_lease_release()` first to know the outcome). NULL does
  * nothing.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_lease_free(struct statestore_lease *lease);
 
@@ -1462,7 +1459,8 @@ statestore_status statestore_lease_free(struct statestore_lease *lease);
  * leadership lasts `ttl_ms` and is renewed automatically.
  *
  * # Safety
- * `name`/`candidate` valid for their lengths; `election` valid for a write.
+ * `name` points to `name_len` readable bytes and `candidate` to `candidate_len`; `election`
+ * is NULL or points to writable storage.
  */
 statestore_status statestore_election_new(const struct statestore_client *client,
                                           const uint8_t *name,
@@ -1478,7 +1476,7 @@ statestore_status statestore_election_new(const struct statestore_client *client
  * `statestore_string_free()`).
  *
  * # Safety
- * `fencing_token` NULL or valid for a write.
+ * `fencing_token` is NULL or points to writable storage.
  */
 statestore_status statestore_election_campaign(const struct statestore_election *election,
                                                int64_t timeout_ms,
@@ -1488,7 +1486,7 @@ statestore_status statestore_election_campaign(const struct statestore_election 
  * `statestore_election_campaign()` without blocking.
  *
  * # Safety
- * `callback` must be safe to call from another thread with `user_data`.
+ * `callback` may be called with `user_data` on a library thread.
  */
 statestore_status statestore_election_campaign_async(const struct statestore_election *election,
                                                      int64_t timeout_ms,
@@ -1500,7 +1498,7 @@ statestore_status statestore_election_campaign_async(const struct statestore_ele
  * token, and the current leader's name when another candidate leads).
  *
  * # Safety
- * `elected` valid for a write; `fencing_token` and `leader` NULL or valid for a write.
+ * `elected`, `fencing_token` and `leader` are NULL or point to writable storage.
  */
 statestore_status statestore_election_try_campaign(const struct statestore_election *election,
                                                    bool *elected,
@@ -1509,9 +1507,6 @@ statestore_status statestore_election_try_campaign(const struct statestore_elect
 
 /**
  * Gives up leadership (or stops being a candidate).
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_election_resign(const struct statestore_election *election);
 
@@ -1519,7 +1514,7 @@ statestore_status statestore_election_resign(const struct statestore_election *e
  * `statestore_election_resign()` without blocking.
  *
  * # Safety
- * `callback` must be safe to call from another thread with `user_data`.
+ * `callback` may be called with `user_data` on a library thread.
  */
 statestore_status statestore_election_resign_async(const struct statestore_election *election,
                                                    statestore_done_cb callback,
@@ -1530,7 +1525,7 @@ statestore_status statestore_election_resign_async(const struct statestore_elect
  * NULL when there is none.
  *
  * # Safety
- * `leader` valid for a write.
+ * `leader` is NULL or points to writable storage.
  */
 statestore_status statestore_election_leader(const struct statestore_election *election,
                                              struct statestore_value **leader);
@@ -1539,7 +1534,7 @@ statestore_status statestore_election_leader(const struct statestore_election *e
  * Whether this candidate is the leader (as it sees it).
  *
  * # Safety
- * `leader` valid for a write.
+ * `leader` is NULL or points to writable storage.
  */
 statestore_status statestore_election_is_leader(const struct statestore_election *election,
                                                 bool *leader);
@@ -1549,7 +1544,7 @@ statestore_status statestore_election_is_leader(const struct statestore_election
  * `statestore_string_free()`).
  *
  * # Safety
- * `fencing_token` valid for a write.
+ * `fencing_token` is NULL or points to writable storage.
  */
 statestore_status statestore_election_fencing_token(const struct statestore_election *election,
                                                     char **fencing_token);
@@ -1559,7 +1554,7 @@ statestore_status statestore_election_fencing_token(const struct statestore_elec
  * `holder`) and `STATESTORE_EVENT_VACANT` events.
  *
  * # Safety
- * `observation` valid for a write.
+ * `observation` is NULL or points to writable storage.
  */
 statestore_status statestore_election_observe(const struct statestore_election *election,
                                               struct statestore_observation **observation);
@@ -1569,7 +1564,7 @@ statestore_status statestore_election_observe(const struct statestore_election *
  * then the end; none if it resigns).
  *
  * # Safety
- * `observation` valid for a write.
+ * `observation` is NULL or points to writable storage.
  */
 statestore_status statestore_election_watch_loss(const struct statestore_election *election,
                                                  struct statestore_observation **observation);
@@ -1578,9 +1573,6 @@ statestore_status statestore_election_watch_loss(const struct statestore_electio
  * Frees an election handle. A leader stops renewing and its leadership is released in the
  * background (call `statestore_election_resign()` first to know the outcome). NULL does
  * nothing.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_election_free(struct statestore_election *election);
 
@@ -1590,7 +1582,7 @@ statestore_status statestore_election_free(struct statestore_election *election)
  * the process already installed another Rust `tracing` subscriber.
  *
  * # Safety
- * `callback` must be safe to call from any thread with `user_data`.
+ * `callback` may be called with `user_data` on any thread, several calls at once.
  */
 statestore_status statestore_set_log_callback(int32_t level,
                                               statestore_log_cb callback,
@@ -1600,7 +1592,7 @@ statestore_status statestore_set_log_callback(int32_t level,
  * Frees an event returned by `statestore_observation_next()`. NULL does nothing.
  *
  * # Safety
- * `event` must be NULL or an event from this library, not yet freed.
+ * `event` is NULL or an event from this library, not yet freed.
  */
 void statestore_event_free(struct statestore_event *event);
 
@@ -1609,7 +1601,8 @@ void statestore_event_free(struct statestore_event *event);
  * `*observation` with `statestore_observation_free()`.
  *
  * # Safety
- * `key` valid for `key_len` bytes, `observation` valid for a write.
+ * `key` points to `key_len` readable bytes; `observation` is NULL or points to writable
+ * storage.
  */
 statestore_status statestore_observe(const struct statestore_client *client,
                                      const uint8_t *key,
@@ -1620,7 +1613,8 @@ statestore_status statestore_observe(const struct statestore_client *client,
  * `statestore_observe()` without blocking.
  *
  * # Safety
- * As `statestore_observe()`.
+ * `key` as for `statestore_observe()`; `callback` may be called with `user_data` on a
+ * library thread.
  */
 statestore_status statestore_observe_async(const struct statestore_client *client,
                                            const uint8_t *key,
@@ -1634,7 +1628,7 @@ statestore_status statestore_observe_async(const struct statestore_client *clien
  * call. The observation handles must still be freed.
  *
  * # Safety
- * `key` valid for `key_len` bytes.
+ * `key` points to `key_len` readable bytes.
  */
 statestore_status statestore_unobserve(const struct statestore_client *client,
                                        const uint8_t *key,
@@ -1644,7 +1638,8 @@ statestore_status statestore_unobserve(const struct statestore_client *client,
  * `statestore_unobserve()` without blocking.
  *
  * # Safety
- * As `statestore_unobserve()`.
+ * `key` as for `statestore_unobserve()`; `callback` may be called with `user_data` on a
+ * library thread.
  */
 statestore_status statestore_unobserve_async(const struct statestore_client *client,
                                              const uint8_t *key,
@@ -1662,7 +1657,7 @@ statestore_status statestore_unobserve_async(const struct statestore_client *cli
  * to one of them.
  *
  * # Safety
- * `event` must be NULL or valid for a write.
+ * `event` is NULL or points to writable storage.
  */
 statestore_status statestore_observation_next(const struct statestore_observation *observation,
                                               int64_t timeout_ms,
@@ -1678,7 +1673,7 @@ statestore_status statestore_observation_next(const struct statestore_observatio
  * `statestore_observation_free()`.
  *
  * # Safety
- * `callback` must be safe to call from another thread with `user_data`.
+ * `callback` may be called with `user_data` on a library thread.
  */
 statestore_status statestore_observation_set_callback(const struct statestore_observation *observation,
                                                       statestore_event_cb callback,
@@ -1688,7 +1683,7 @@ statestore_status statestore_observation_set_callback(const struct statestore_ob
  * The observed key, borrowed until the observation is freed.
  *
  * # Safety
- * `key` and `key_len` must be valid for writes.
+ * `key` and `key_len` are NULL or point to writable storage.
  */
 statestore_status statestore_observation_key(const struct statestore_observation *observation,
                                              const uint8_t **key,
@@ -1698,18 +1693,12 @@ statestore_status statestore_observation_key(const struct statestore_observation
  * Ends the observation: waiters get `STATESTORE_ERR_CLOSED`, the callback its final NULL
  * call; the service is told to stop notifying once no observation of the key remains.
  * The handle stays valid until `statestore_observation_free()`.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_observation_close(const struct statestore_observation *observation);
 
 /**
  * Ends the observation (see `statestore_observation_close()`) and frees the handle. NULL
  * does nothing.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_observation_free(struct statestore_observation *observation);
 
@@ -1722,9 +1711,6 @@ statestore_status statestore_observation_free(struct statestore_observation *obs
  * order, and must not block (see `STATESTORE_CALLBACKS_INLINE`). The update function of
  * `statestore_lock_update_async()`, observation callbacks and the callback of
  * `statestore_connect_async()` always run on the dispatcher thread.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_options_set_callback_mode(struct statestore_options *options,
                                                        int32_t mode);
@@ -1735,7 +1721,7 @@ statestore_status statestore_options_set_callback_mode(struct statestore_options
  * doubling up to 60 s.
  *
  * # Safety
- * `options` must be NULL or valid for a write.
+ * `options` is NULL or points to writable storage.
  */
 statestore_status statestore_options_new(struct statestore_options **options);
 
@@ -1746,15 +1732,12 @@ statestore_status statestore_options_new(struct statestore_options **options);
  * `STATESTORE_ERR_INVALID_ARGUMENT` naming it.
  *
  * # Safety
- * `options` must be NULL or valid for a write.
+ * `options` is NULL or points to writable storage.
  */
 statestore_status statestore_options_from_env(struct statestore_options **options);
 
 /**
  * Frees options. NULL does nothing.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_options_free(struct statestore_options *options);
 
@@ -1768,7 +1751,7 @@ statestore_status statestore_options_free(struct statestore_options *options);
  * value fails with `STATESTORE_ERR_INVALID_ARGUMENT` naming it.
  *
  * # Safety
- * `name` and `value` must be NULL or NUL-terminated strings.
+ * `name` and `value` are NULL or NUL-terminated.
  */
 statestore_status statestore_options_set(struct statestore_options *options,
                                          const char *name,
@@ -1778,15 +1761,12 @@ statestore_status statestore_options_set(struct statestore_options *options,
  * Sets the broker host name or address.
  *
  * # Safety
- * `host` must be NULL or a NUL-terminated string.
+ * `host` is NULL or NUL-terminated.
  */
 statestore_status statestore_options_set_host(struct statestore_options *options, const char *host);
 
 /**
  * Sets the broker TCP port.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_options_set_port(struct statestore_options *options, uint16_t port);
 
@@ -1794,43 +1774,31 @@ statestore_status statestore_options_set_port(struct statestore_options *options
  * Sets the MQTT client id (no `+`, `#`); generated when never set.
  *
  * # Safety
- * `client_id` must be NULL or a NUL-terminated string.
+ * `client_id` is NULL or NUL-terminated.
  */
 statestore_status statestore_options_set_client_id(struct statestore_options *options,
                                                    const char *client_id);
 
 /**
  * Sets the MQTT keep-alive (5 s to 65535 s).
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_options_set_keep_alive_ms(struct statestore_options *options,
                                                        uint64_t keep_alive_ms);
 
 /**
  * Sets how long the broker keeps the session after a disconnect (whole seconds count).
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_options_set_session_expiry_ms(struct statestore_options *options,
                                                            uint64_t session_expiry_ms);
 
 /**
  * Whether the first connection starts a clean session.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_options_set_clean_start(struct statestore_options *options,
                                                      bool clean_start);
 
 /**
  * Turns TLS on (with the system's root certificates unless a CA file is set) or off.
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_options_set_tls(struct statestore_options *options, bool tls);
 
@@ -1838,7 +1806,7 @@ statestore_status statestore_options_set_tls(struct statestore_options *options,
  * Sets the PEM file of the CA certificates that validate the broker (turns TLS on).
  *
  * # Safety
- * `path` must be NULL or a NUL-terminated string.
+ * `path` is NULL or NUL-terminated.
  */
 statestore_status statestore_options_set_ca_file(struct statestore_options *options,
                                                  const char *path);
@@ -1847,7 +1815,7 @@ statestore_status statestore_options_set_ca_file(struct statestore_options *opti
  * Sets the client certificate chain (PEM) for X.509 authentication (with a key file).
  *
  * # Safety
- * `path` must be NULL or a NUL-terminated string.
+ * `path` is NULL or NUL-terminated.
  */
 statestore_status statestore_options_set_cert_file(struct statestore_options *options,
                                                    const char *path);
@@ -1856,7 +1824,7 @@ statestore_status statestore_options_set_cert_file(struct statestore_options *op
  * Sets the private key (unencrypted PEM) of the client certificate.
  *
  * # Safety
- * `path` must be NULL or a NUL-terminated string.
+ * `path` is NULL or NUL-terminated.
  */
 statestore_status statestore_options_set_key_file(struct statestore_options *options,
                                                   const char *path);
@@ -1865,7 +1833,7 @@ statestore_status statestore_options_set_key_file(struct statestore_options *opt
  * Sets the MQTT username.
  *
  * # Safety
- * `username` must be NULL or a NUL-terminated string.
+ * `username` is NULL or NUL-terminated.
  */
 statestore_status statestore_options_set_username(struct statestore_options *options,
                                                   const char *username);
@@ -1874,7 +1842,7 @@ statestore_status statestore_options_set_username(struct statestore_options *opt
  * Sets the MQTT password (needs a username).
  *
  * # Safety
- * `password` must be NULL or a NUL-terminated string.
+ * `password` is NULL or NUL-terminated.
  */
 statestore_status statestore_options_set_password(struct statestore_options *options,
                                                   const char *password);
@@ -1884,16 +1852,13 @@ statestore_status statestore_options_set_password(struct statestore_options *opt
  * file is watched and a new token makes the client reconnect with it.
  *
  * # Safety
- * `path` must be NULL or a NUL-terminated string.
+ * `path` is NULL or NUL-terminated.
  */
 statestore_status statestore_options_set_sat_token_file(struct statestore_options *options,
                                                         const char *path);
 
 /**
  * Sets the timeout of calls that do not set their own, and of connecting (positive).
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_options_set_default_timeout_ms(struct statestore_options *options,
                                                             uint64_t timeout_ms);
@@ -1901,9 +1866,6 @@ statestore_status statestore_options_set_default_timeout_ms(struct statestore_op
 /**
  * Sets the reconnect backoff: the first delay, doubling (with jitter) up to the maximum
  * (`0 < initial_ms <= max_ms`).
- *
- * # Safety
- * No pointer is dereferenced.
  */
 statestore_status statestore_options_set_reconnect_backoff_ms(struct statestore_options *options,
                                                               uint64_t initial_ms,

@@ -22,7 +22,7 @@ use statestore_core::{
 use crate::options::{statestore_options, with_settings};
 use crate::reply::{Call, Reply, ToC};
 use crate::status::{c_string, entry, statestore_status};
-use crate::util::{self, c_ptr, put, Handles};
+use crate::util::{self, CText, Handles, Out};
 
 /// A connection to the state store. Create it with `statestore_connect()` or
 /// `statestore_connect_async()`, close it with `statestore_close()`, free it with
@@ -330,13 +330,15 @@ fn connect_op(options: *const statestore_options) -> Result<Call<Client, *mut st
 /// is a new client (free it with `statestore_client_free()`); on failure it is NULL.
 ///
 /// # Safety
-/// `client` must be NULL or valid for a write.
+/// `client` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_connect(
     options: *const statestore_options,
     client: *mut *mut statestore_client,
 ) -> statestore_status {
-    unsafe { Reply::required(client, "client") }.run(|| connect_op(options))
+    // SAFETY: `client` is NULL or writable during this call (this function's contract).
+    let client = unsafe { Out::new(client) };
+    Reply::required(client, "client").run(|| connect_op(options))
 }
 
 /// Completion of `statestore_connect_async()`: on success `client` is a new client that the
@@ -355,14 +357,17 @@ pub type statestore_connect_cb = Option<
 /// or the error.
 ///
 /// # Safety
-/// `callback` must be safe to call from another thread with `user_data`.
+/// `callback` may be called with `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_connect_async(
     options: *const statestore_options,
     callback: statestore_connect_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::callback(callback, user_data).run(|| connect_op(options))
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| connect_op(options))
 }
 
 /// Closes the client: the connection ends, every pending call (blocking or async, of the
@@ -371,11 +376,8 @@ pub unsafe extern "C" fn statestore_connect_async(
 /// inside a callback it cannot wait for the others: they run after the current callback
 /// returns). Later calls fail with `STATESTORE_ERR_CLOSED`. Closing twice is fine. The
 /// handle stays valid until `statestore_client_free()`.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_close(client: *mut statestore_client) -> statestore_status {
+pub extern "C" fn statestore_close(client: *mut statestore_client) -> statestore_status {
     entry(|| CLIENTS.get(client, "client")?.close())
 }
 
@@ -383,13 +385,8 @@ pub unsafe extern "C" fn statestore_close(client: *mut statestore_client) -> sta
 /// does nothing. Locks, leases, elections and observations created from it must still be
 /// freed. A free that fails changes nothing: where the client cannot be closed (inside an
 /// inline or a log callback: `STATESTORE_ERR_RUNTIME`) it stays open and its handle valid.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_client_free(
-    client: *mut statestore_client,
-) -> statestore_status {
+pub extern "C" fn statestore_client_free(client: *mut statestore_client) -> statestore_status {
     entry(|| {
         refuse_in_inline_callback()?;
         if client.is_null() {
@@ -410,22 +407,26 @@ pub unsafe extern "C" fn statestore_client_free(
 /// until the client is freed.
 ///
 /// # Safety
-/// `client_id` must be NULL or valid for a write.
+/// `client_id` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_client_id(
     client: *const statestore_client,
     client_id: *mut *const c_char,
 ) -> statestore_status {
+    // SAFETY: `client_id` is NULL or writable during this call (this function's contract).
+    let client_id = unsafe { Out::new(client_id) };
     entry(|| {
         let state = CLIENTS.get(client, "client")?;
-        unsafe { put(client_id, "client_id", state.client_id.as_ptr()) }
+        client_id.put("client_id", state.client_id.as_ptr())
     })
 }
 
 // ---------------------------------------------------------------------------------------
 // Results
 
-/// A result the library allocated: the C view first, then what it points into.
+/// A result the library allocated: the C view first, then what it points into. The view's
+/// pointers point into `keep`'s heap memory (`Bytes`, `Vec`, [`CText`]), never into the
+/// struct itself, so they stay valid when the `Owned` moves.
 #[repr(C)]
 pub(crate) struct Owned<C, K> {
     pub(crate) view: C,
@@ -433,14 +434,21 @@ pub(crate) struct Owned<C, K> {
 }
 
 impl<C, K> Owned<C, K> {
+    /// The result on the heap, as the pointer C gets: its view, the struct's first field
+    /// (`repr(C)`), so the pointer is also that of the whole `Owned`.
     pub(crate) fn into_raw(self) -> *mut C {
         Box::into_raw(Box::new(self)).cast()
     }
 
+    /// Frees a result given to C by [`Owned::into_raw`].
+    ///
     /// # Safety
-    /// `view` must be NULL or come from `into_raw` of the same `Owned<C, K>`.
+    /// `view` is NULL or was returned by `into_raw` of the same `Owned<C, K>` type and not
+    /// freed since. In C terms: NULL, or a result of this library's matching type, freed once.
     pub(crate) unsafe fn free(view: *mut C) {
         if !view.is_null() {
+            // SAFETY: `view` came from `Box::into_raw` of an `Owned<C, K>` (this function's
+            // contract); the cast only undoes `into_raw`'s, and the box is freed once.
             drop(unsafe { Box::from_raw(view.cast::<Owned<C, K>>()) });
         }
     }
@@ -458,7 +466,7 @@ pub struct statestore_value {
     pub version: *const c_char,
 }
 
-pub(crate) type OwnedValue = Owned<statestore_value, (Bytes, Option<CString>)>;
+pub(crate) type OwnedValue = Owned<statestore_value, (Bytes, Option<CText>)>;
 
 pub(crate) fn value_of(value: Bytes, version: Option<&statestore_core::Hlc>) -> OwnedValue {
     let version = util::version_string(version);
@@ -471,7 +479,7 @@ pub(crate) fn value_of(value: Bytes, version: Option<&statestore_core::Hlc>) -> 
         view: statestore_value {
             data,
             len: value.len(),
-            version: c_ptr(&version),
+            version: CText::ptr(&version),
         },
         keep: (value, version),
     }
@@ -484,9 +492,11 @@ fn owned_value(value: &Value) -> OwnedValue {
 /// Frees a value returned by the library. NULL does nothing.
 ///
 /// # Safety
-/// `value` must be NULL or a value from this library, not yet freed.
+/// `value` is NULL or a value from this library, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_value_free(value: *mut statestore_value) {
+    // SAFETY: the library makes every `statestore_value` as an `OwnedValue`; `value` is NULL
+    // or one not yet freed (this function's contract).
     unsafe { OwnedValue::free(value) }
 }
 
@@ -500,14 +510,14 @@ pub struct statestore_set_result {
     pub version: *const c_char,
 }
 
-type OwnedSetResult = Owned<statestore_set_result, Option<CString>>;
+type OwnedSetResult = Owned<statestore_set_result, Option<CText>>;
 
-fn owned_set_result(result: &SetResult) -> OwnedSetResult {
-    let version = util::version_string(result.version.as_ref());
+fn owned_set_result(applied: bool, version: Option<&statestore_core::Hlc>) -> OwnedSetResult {
+    let version = util::version_string(version);
     Owned {
         view: statestore_set_result {
-            applied: result.applied,
-            version: c_ptr(&version),
+            applied,
+            version: CText::ptr(&version),
         },
         keep: version,
     }
@@ -516,9 +526,11 @@ fn owned_set_result(result: &SetResult) -> OwnedSetResult {
 /// Frees a SET result. NULL does nothing.
 ///
 /// # Safety
-/// `result` must be NULL or a result from this library, not yet freed.
+/// `result` is NULL or a SET result from this library, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_set_result_free(result: *mut statestore_set_result) {
+    // SAFETY: the library makes every `statestore_set_result` as an `OwnedSetResult`;
+    // `result` is NULL or one not yet freed (this function's contract).
     unsafe { OwnedSetResult::free(result) }
 }
 
@@ -543,11 +555,14 @@ pub struct statestore_delete_result {
     pub version: *const c_char,
 }
 
-type OwnedDeleteResult = Owned<statestore_delete_result, Option<CString>>;
+type OwnedDeleteResult = Owned<statestore_delete_result, Option<CText>>;
 
-fn owned_delete_result(result: &DeleteResult) -> OwnedDeleteResult {
-    let version = util::version_string(result.version.as_ref());
-    let outcome = match result.outcome {
+fn owned_delete_result(
+    outcome: DeleteOutcome,
+    version: Option<&statestore_core::Hlc>,
+) -> OwnedDeleteResult {
+    let version = util::version_string(version);
+    let outcome = match outcome {
         DeleteOutcome::Deleted => statestore_delete_outcome::STATESTORE_DELETED,
         DeleteOutcome::NotFound => statestore_delete_outcome::STATESTORE_NOT_FOUND,
         DeleteOutcome::ValueMismatch => statestore_delete_outcome::STATESTORE_VALUE_MISMATCH,
@@ -555,7 +570,7 @@ fn owned_delete_result(result: &DeleteResult) -> OwnedDeleteResult {
     Owned {
         view: statestore_delete_result {
             outcome: outcome as i32,
-            version: c_ptr(&version),
+            version: CText::ptr(&version),
         },
         keep: version,
     }
@@ -564,9 +579,11 @@ fn owned_delete_result(result: &DeleteResult) -> OwnedDeleteResult {
 /// Frees a DEL/VDEL result. NULL does nothing.
 ///
 /// # Safety
-/// `result` must be NULL or a result from this library, not yet freed.
+/// `result` is NULL or a DEL/VDEL result from this library, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_delete_result_free(result: *mut statestore_delete_result) {
+    // SAFETY: the library makes every `statestore_delete_result` as an `OwnedDeleteResult`;
+    // `result` is NULL or one not yet freed (this function's contract).
     unsafe { OwnedDeleteResult::free(result) }
 }
 
@@ -615,19 +632,23 @@ fn owned_key_list(keys: &[Bytes]) -> OwnedKeyList {
 /// Frees a key list. NULL does nothing.
 ///
 /// # Safety
-/// `list` must be NULL or a list from this library, not yet freed.
+/// `list` is NULL or a key list from this library, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_key_list_free(list: *mut statestore_key_list) {
+    // SAFETY: the library makes every `statestore_key_list` as an `OwnedKeyList`; `list` is
+    // NULL or one not yet freed (this function's contract).
     unsafe { OwnedKeyList::free(list) }
 }
 
 /// Frees a string returned by the library (fencing tokens...). NULL does nothing.
 ///
 /// # Safety
-/// `text` must be NULL or a string from this library, not yet freed.
+/// `text` is NULL or a string this library gave to be freed here, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_string_free(text: *mut c_char) {
     if !text.is_null() {
+        // SAFETY: every string the library gives to be freed here comes from
+        // `CString::into_raw`; `text` is one not yet freed (this function's contract).
         drop(unsafe { CString::from_raw(text) });
     }
 }
@@ -681,8 +702,14 @@ pub struct statestore_delete_options {
     pub timeout_ms: u64,
 }
 
+/// The SET options of a call (NULL: the defaults).
+///
+/// # Safety
+/// `options` is NULL or points to an initialised `statestore_set_options` whose
+/// `fencing_token` is NULL or NUL-terminated, readable during the call.
 unsafe fn set_options(options: *const statestore_set_options) -> Result<SetOptions> {
     let mut set = SetOptions::default();
+    // SAFETY: NULL or a readable, initialised struct (this function's contract).
     let Some(options) = (unsafe { options.as_ref() }) else {
         return Ok(set);
     };
@@ -699,6 +726,7 @@ unsafe fn set_options(options: *const statestore_set_options) -> Result<SetOptio
     if options.has_expiry {
         set = set.expiry(Duration::from_millis(options.expiry_ms));
     }
+    // SAFETY: the token is NULL or NUL-terminated (this function's contract).
     if let Some(token) = unsafe { util::token(options.fencing_token, "options->fencing_token") }? {
         set = set.fencing_token(token);
     }
@@ -718,11 +746,18 @@ fn refused_option(error: Error) -> Error {
     }
 }
 
+/// The DEL/VDEL options of a call (NULL: the defaults).
+///
+/// # Safety
+/// `options` is NULL or points to an initialised `statestore_delete_options` whose
+/// `fencing_token` is NULL or NUL-terminated, readable during the call.
 unsafe fn delete_options(options: *const statestore_delete_options) -> Result<DeleteOptions> {
     let mut delete = DeleteOptions::default();
+    // SAFETY: NULL or a readable, initialised struct (this function's contract).
     let Some(options) = (unsafe { options.as_ref() }) else {
         return Ok(delete);
     };
+    // SAFETY: the token is NULL or NUL-terminated (this function's contract).
     if let Some(token) = unsafe { util::token(options.fencing_token, "options->fencing_token") }? {
         delete = delete.fencing_token(token);
     }
@@ -737,6 +772,10 @@ unsafe fn delete_options(options: *const statestore_delete_options) -> Result<De
 // Operations: each turns C arguments into a `Call` once; its blocking entry point waits for
 // the result, its `_async` twin hands the result to a callback (`crate::reply`).
 
+/// A SET from its C arguments, which are copied before it returns.
+///
+/// # Safety
+/// As `statestore_set()` for `key`, `value` and `options`.
 unsafe fn set_op(
     client: *const statestore_client,
     key: *const u8,
@@ -746,18 +785,25 @@ unsafe fn set_op(
     options: *const statestore_set_options,
 ) -> Result<Call<SetResult, OwnedSetResult>> {
     let state = CLIENTS.get(client, "client")?;
+    // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, "key") }?;
+    // SAFETY: `value` points to `value_len` readable bytes, or is NULL (as for `key`).
     let value = unsafe { util::bytes(value, value_len, "value") }?;
+    // SAFETY: `options` is NULL or a readable struct (this function's contract).
     let options = unsafe { set_options(options) }?;
     let client = state.client.clone();
     Ok(Call::new(
         &state,
         async move { client.set(key, value, options).await },
-        |outcome| owned_set_result(&outcome),
+        |outcome: SetResult| owned_set_result(outcome.applied, outcome.version.as_ref()),
     ))
 }
 
-/// A call of the client with one key-like argument (`name`, for the message if refused).
+/// A call of the client with one key-like argument (`name`, for the message if refused),
+/// copied before it returns.
+///
+/// # Safety
+/// `key` points to `key_len` readable bytes, or is NULL (as for [`util::key`]).
 pub(crate) unsafe fn key_op<T, R, F>(
     client: *const statestore_client,
     key: *const u8,
@@ -772,10 +818,15 @@ where
     F: Future<Output = Result<T>> + Send + 'static,
 {
     let state = CLIENTS.get(client, "client")?;
+    // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, name) }?;
     Ok(Call::new(&state, op(state.client.clone(), key), convert))
 }
 
+/// A GET from its C arguments.
+///
+/// # Safety
+/// As [`key_op`].
 unsafe fn get_op(
     client: *const statestore_client,
     key: *const u8,
@@ -787,6 +838,7 @@ unsafe fn get_op(
         Err(_) => None,
     };
     let get = move |client: Client, key| async move { client.get_with_timeout(key, timeout).await };
+    // SAFETY: `key` as `key_op` requires (this function's contract).
     unsafe {
         key_op(client, key, key_len, "key", get, |found| {
             found.as_ref().map(owned_value)
@@ -794,6 +846,10 @@ unsafe fn get_op(
     }
 }
 
+/// A DEL (`value` None) or VDEL from its C arguments, which are copied before it returns.
+///
+/// # Safety
+/// As `statestore_vdel()` for `key`, `value` and `options`.
 unsafe fn delete_op(
     client: *const statestore_client,
     key: *const u8,
@@ -802,11 +858,14 @@ unsafe fn delete_op(
     options: *const statestore_delete_options,
 ) -> Result<Call<DeleteResult, OwnedDeleteResult>> {
     let state = CLIENTS.get(client, "client")?;
+    // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, "key") }?;
     let value = match value {
+        // SAFETY: `data` points to `len` readable bytes, or is NULL (as for `key`).
         Some((data, len)) => Some(unsafe { util::bytes(data, len, "value") }?),
         None => None,
     };
+    // SAFETY: `options` is NULL or a readable struct (this function's contract).
     let options = unsafe { delete_options(options) }?;
     let client = state.client.clone();
     Ok(Call::new(
@@ -817,16 +876,21 @@ unsafe fn delete_op(
                 None => client.delete(key, options).await,
             }
         },
-        |outcome| owned_delete_result(&outcome),
+        |outcome: DeleteResult| owned_delete_result(outcome.outcome, outcome.version.as_ref()),
     ))
 }
 
+/// A KEYS from its C arguments.
+///
+/// # Safety
+/// `pattern` as [`key_op`] requires of its key.
 unsafe fn keys_op(
     client: *const statestore_client,
     pattern: *const u8,
     len: usize,
 ) -> Result<Call<Vec<Bytes>, OwnedKeyList>> {
     let keys = |client: Client, pattern| async move { client.keys_all(pattern).await };
+    // SAFETY: `pattern` as `key_op` requires (this function's contract).
     unsafe {
         key_op(client, pattern, len, "pattern", keys, |found| {
             owned_key_list(&found)
@@ -838,8 +902,9 @@ unsafe fn keys_op(
 /// NULL) receives the outcome; free it with `statestore_set_result_free()`.
 ///
 /// # Safety
-/// `key`/`value` must be valid for `key_len`/`value_len` bytes (NULL allowed for length 0),
-/// `options` NULL or valid, `result` NULL or valid for a write.
+/// `key` points to `key_len` readable bytes and `value` to `value_len` (either NULL when its
+/// length is 0); `options` is NULL or points to a `statestore_set_options` (its
+/// `fencing_token` NULL or NUL-terminated); `result` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_set(
     client: *const statestore_client,
@@ -850,8 +915,13 @@ pub unsafe extern "C" fn statestore_set(
     options: *const statestore_set_options,
     result: *mut *mut statestore_set_result,
 ) -> statestore_status {
-    unsafe { Reply::optional(result) }
-        .run(|| unsafe { set_op(client, key, key_len, value, value_len, options) })
+    // SAFETY: `result` is NULL or writable during this call (this function's contract).
+    let result = unsafe { Out::new(result) };
+    Reply::optional(result).run(|| {
+        // SAFETY: `key`, `value` and `options` are as `set_op` requires (this function's
+        // contract), and it reads them before `run` returns.
+        unsafe { set_op(client, key, key_len, value, value_len, options) }
+    })
 }
 
 /// Completion of `statestore_set_async()`: `result` is borrowed for the callback (NULL on
@@ -868,7 +938,8 @@ pub type statestore_set_cb = Option<
 /// `statestore_set()` without blocking: `callback` runs once on a library thread.
 ///
 /// # Safety
-/// As `statestore_set()`; the arguments are copied before the function returns.
+/// `key`, `value` and `options` as for `statestore_set()` (read before the function returns);
+/// `callback` may be called with `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_set_async(
     client: *const statestore_client,
@@ -880,8 +951,14 @@ pub unsafe extern "C" fn statestore_set_async(
     callback: statestore_set_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::callback(callback, user_data)
-        .run(|| unsafe { set_op(client, key, key_len, value, value_len, options) })
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| {
+        // SAFETY: `key`, `value` and `options` are as `set_op` requires (this function's
+        // contract), and it copies them before `run` returns.
+        unsafe { set_op(client, key, key_len, value, value_len, options) }
+    })
 }
 
 /// Reads `key`. `*value` is the value (free it with `statestore_value_free()`) or NULL if the
@@ -889,7 +966,7 @@ pub unsafe extern "C" fn statestore_set_async(
 /// default timeout (0 is refused).
 ///
 /// # Safety
-/// `key` valid for `key_len` bytes, `value` valid for a write.
+/// `key` points to `key_len` readable bytes; `value` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_get(
     client: *const statestore_client,
@@ -898,8 +975,13 @@ pub unsafe extern "C" fn statestore_get(
     timeout_ms: i64,
     value: *mut *mut statestore_value,
 ) -> statestore_status {
-    unsafe { Reply::required(value, "value") }
-        .run(|| unsafe { get_op(client, key, key_len, timeout_ms) })
+    // SAFETY: `value` is NULL or writable during this call (this function's contract).
+    let value = unsafe { Out::new(value) };
+    Reply::required(value, "value").run(|| {
+        // SAFETY: `key` is as `get_op` requires (this function's contract), and it reads it
+        // before `run` returns.
+        unsafe { get_op(client, key, key_len, timeout_ms) }
+    })
 }
 
 /// Completion of `statestore_get_async()`: `value` is borrowed for the callback; NULL when
@@ -916,7 +998,8 @@ pub type statestore_get_cb = Option<
 /// `statestore_get()` without blocking: `callback` runs once on a library thread.
 ///
 /// # Safety
-/// As `statestore_get()`.
+/// `key` as for `statestore_get()`; `callback` may be called with `user_data` on a library
+/// thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_get_async(
     client: *const statestore_client,
@@ -926,14 +1009,23 @@ pub unsafe extern "C" fn statestore_get_async(
     callback: statestore_get_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::callback(callback, user_data).run(|| unsafe { get_op(client, key, key_len, timeout_ms) })
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| {
+        // SAFETY: `key` is as `get_op` requires (this function's contract), and it copies it
+        // before `run` returns.
+        unsafe { get_op(client, key, key_len, timeout_ms) }
+    })
 }
 
 /// Deletes `key` (DEL). `options` may be NULL; `*result` (if `result` is not NULL) receives
 /// the outcome (free with `statestore_delete_result_free()`).
 ///
 /// # Safety
-/// As `statestore_set()`.
+/// `key` points to `key_len` readable bytes; `options` is NULL or points to a
+/// `statestore_delete_options` (its `fencing_token` NULL or NUL-terminated); `result` is NULL
+/// or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_delete(
     client: *const statestore_client,
@@ -942,15 +1034,21 @@ pub unsafe extern "C" fn statestore_delete(
     options: *const statestore_delete_options,
     result: *mut *mut statestore_delete_result,
 ) -> statestore_status {
-    unsafe { Reply::optional(result) }
-        .run(|| unsafe { delete_op(client, key, key_len, None, options) })
+    // SAFETY: `result` is NULL or writable during this call (this function's contract).
+    let result = unsafe { Out::new(result) };
+    Reply::optional(result).run(|| {
+        // SAFETY: `key` and `options` are as `delete_op` requires (this function's
+        // contract), and it reads them before `run` returns.
+        unsafe { delete_op(client, key, key_len, None, options) }
+    })
 }
 
 /// Deletes `key` only if it holds `value` (VDEL); otherwise the outcome is
 /// `STATESTORE_VALUE_MISMATCH`.
 ///
 /// # Safety
-/// As `statestore_set()`.
+/// As `statestore_delete()`, and `value` points to `value_len` readable bytes (NULL when
+/// `value_len` is 0).
 #[no_mangle]
 pub unsafe extern "C" fn statestore_vdel(
     client: *const statestore_client,
@@ -962,8 +1060,13 @@ pub unsafe extern "C" fn statestore_vdel(
     result: *mut *mut statestore_delete_result,
 ) -> statestore_status {
     let value = Some((value, value_len));
-    unsafe { Reply::optional(result) }
-        .run(|| unsafe { delete_op(client, key, key_len, value, options) })
+    // SAFETY: `result` is NULL or writable during this call (this function's contract).
+    let result = unsafe { Out::new(result) };
+    Reply::optional(result).run(|| {
+        // SAFETY: `key`, `value` and `options` are as `delete_op` requires (this function's
+        // contract), and it reads them before `run` returns.
+        unsafe { delete_op(client, key, key_len, value, options) }
+    })
 }
 
 /// Completion of `statestore_delete_async()` and `statestore_vdel_async()`: `result` is
@@ -980,7 +1083,8 @@ pub type statestore_delete_cb = Option<
 /// `statestore_delete()` without blocking.
 ///
 /// # Safety
-/// As `statestore_delete()`.
+/// `key` and `options` as for `statestore_delete()`; `callback` may be called with
+/// `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_delete_async(
     client: *const statestore_client,
@@ -990,14 +1094,21 @@ pub unsafe extern "C" fn statestore_delete_async(
     callback: statestore_delete_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::callback(callback, user_data)
-        .run(|| unsafe { delete_op(client, key, key_len, None, options) })
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| {
+        // SAFETY: `key` and `options` are as `delete_op` requires (this function's contract),
+        // and it copies them before `run` returns.
+        unsafe { delete_op(client, key, key_len, None, options) }
+    })
 }
 
 /// `statestore_vdel()` without blocking.
 ///
 /// # Safety
-/// As `statestore_vdel()`.
+/// `key`, `value` and `options` as for `statestore_vdel()`; `callback` may be called with
+/// `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_vdel_async(
     client: *const statestore_client,
@@ -1010,8 +1121,14 @@ pub unsafe extern "C" fn statestore_vdel_async(
     user_data: *mut c_void,
 ) -> statestore_status {
     let value = Some((value, value_len));
-    Reply::callback(callback, user_data)
-        .run(|| unsafe { delete_op(client, key, key_len, value, options) })
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| {
+        // SAFETY: `key`, `value` and `options` are as `delete_op` requires (this function's
+        // contract), and it copies them before `run` returns.
+        unsafe { delete_op(client, key, key_len, value, options) }
+    })
 }
 
 /// Lists the keys matching `pattern`, all pages. Patterns follow the service's dialect (the
@@ -1020,7 +1137,8 @@ pub unsafe extern "C" fn statestore_vdel_async(
 /// `statestore_key_list_free()`.
 ///
 /// # Safety
-/// `pattern` valid for `pattern_len` bytes, `keys` valid for a write.
+/// `pattern` points to `pattern_len` readable bytes; `keys` is NULL or points to writable
+/// storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_keys(
     client: *const statestore_client,
@@ -1028,8 +1146,13 @@ pub unsafe extern "C" fn statestore_keys(
     pattern_len: usize,
     keys: *mut *mut statestore_key_list,
 ) -> statestore_status {
-    unsafe { Reply::required(keys, "keys") }
-        .run(|| unsafe { keys_op(client, pattern, pattern_len) })
+    // SAFETY: `keys` is NULL or writable during this call (this function's contract).
+    let keys = unsafe { Out::new(keys) };
+    Reply::required(keys, "keys").run(|| {
+        // SAFETY: `pattern` is as `keys_op` requires (this function's contract), and it reads
+        // it before `run` returns.
+        unsafe { keys_op(client, pattern, pattern_len) }
+    })
 }
 
 /// Completion of `statestore_keys_async()`: `keys` is borrowed for the callback (NULL on
@@ -1046,7 +1169,8 @@ pub type statestore_keys_cb = Option<
 /// `statestore_keys()` without blocking.
 ///
 /// # Safety
-/// As `statestore_keys()`.
+/// `pattern` as for `statestore_keys()`; `callback` may be called with `user_data` on a
+/// library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_keys_async(
     client: *const statestore_client,
@@ -1055,10 +1179,179 @@ pub unsafe extern "C" fn statestore_keys_async(
     callback: statestore_keys_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::callback(callback, user_data).run(|| unsafe { keys_op(client, pattern, pattern_len) })
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| {
+        // SAFETY: `pattern` is as `keys_op` requires (this function's contract), and it copies
+        // it before `run` returns.
+        unsafe { keys_op(client, pattern, pattern_len) }
+    })
 }
 
 /// Completion of calls that return nothing but a status (`message` NULL on success).
 pub type statestore_done_cb = Option<
     unsafe extern "C" fn(user_data: *mut c_void, status: statestore_status, message: *const c_char),
 >;
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+
+    use statestore_core::Hlc;
+
+    use super::*;
+
+    fn version() -> Hlc {
+        Hlc {
+            wall_ms: 1_700_000_000_000,
+            counter: 1,
+            node: "n1".into(),
+        }
+    }
+
+    /// `len` bytes at `data`, read the way a C program reads a result.
+    ///
+    /// # Safety
+    /// `data` is valid for reads of `len` bytes.
+    unsafe fn read(data: *const u8, len: usize) -> Vec<u8> {
+        assert!(!data.is_null());
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(data, len) }.to_vec()
+    }
+
+    /// A C string of a result, or `None` for NULL.
+    ///
+    /// # Safety
+    /// `text` is NULL or a NUL-terminated string.
+    unsafe fn text(text: *const c_char) -> Option<String> {
+        // SAFETY: the caller's promise.
+        (!text.is_null()).then(|| unsafe { CStr::from_ptr(text) }.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn a_value_points_into_itself_until_freed() {
+        let raw = value_of(Bytes::from_static(b"blue"), Some(&version())).into_raw();
+        // SAFETY: a value the library just made, not yet freed.
+        let view = unsafe { &*raw };
+        // SAFETY: the view's pointers point into the value.
+        assert_eq!(unsafe { read(view.data, view.len) }, b"blue");
+        // SAFETY: as above.
+        assert_eq!(unsafe { text(view.version) }, Some(version().to_string()));
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_value_free(raw) };
+
+        let empty = value_of(Bytes::new(), None).into_raw();
+        // SAFETY: a value the library just made.
+        let view = unsafe { &*empty };
+        assert!(!view.data.is_null() && view.len == 0 && view.version.is_null());
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_value_free(empty) };
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_value_free(std::ptr::null_mut()) };
+    }
+
+    #[test]
+    fn a_key_list_points_into_itself_until_freed() {
+        let keys = [
+            Bytes::from_static(b"a"),
+            Bytes::new(),
+            Bytes::from(vec![0u8, 1, 2]),
+        ];
+        let raw = owned_key_list(&keys).into_raw();
+        // SAFETY: a list the library just made, not yet freed.
+        let list = unsafe { &*raw };
+        assert_eq!(list.count, 3);
+        // SAFETY: `keys` points to `count` entries.
+        let entries = unsafe { std::slice::from_raw_parts(list.keys, list.count) };
+        for (entry, expected) in entries.iter().zip(&keys) {
+            // SAFETY: each entry points into the list.
+            assert_eq!(unsafe { read(entry.data, entry.len) }, &expected[..]);
+        }
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_key_list_free(raw) };
+
+        let none = owned_key_list(&[]).into_raw();
+        // SAFETY: a list the library just made.
+        let list = unsafe { &*none };
+        assert!(list.keys.is_null() && list.count == 0);
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_key_list_free(none) };
+    }
+
+    #[test]
+    fn set_and_delete_results_point_into_themselves_until_freed() {
+        let set = owned_set_result(true, Some(&version())).into_raw();
+        // SAFETY: a result the library just made.
+        let view = unsafe { &*set };
+        // SAFETY: the version points into the result.
+        assert!(view.applied && unsafe { text(view.version) } == Some(version().to_string()));
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_set_result_free(set) };
+
+        let deleted = owned_delete_result(DeleteOutcome::ValueMismatch, None).into_raw();
+        // SAFETY: a result the library just made.
+        let view = unsafe { &*deleted };
+        assert_eq!(
+            view.outcome,
+            statestore_delete_outcome::STATESTORE_VALUE_MISMATCH as i32
+        );
+        assert!(view.version.is_null());
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_delete_result_free(deleted) };
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_set_result_free(std::ptr::null_mut()) };
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_delete_result_free(std::ptr::null_mut()) };
+    }
+
+    #[test]
+    fn strings_given_out_are_freed_by_string_free() {
+        let token = CString::new(version().to_string()).unwrap().into_raw();
+        // SAFETY: a string the library made, freed once.
+        unsafe { statestore_string_free(token) };
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_string_free(std::ptr::null_mut()) };
+    }
+
+    #[test]
+    fn per_call_options_are_read_from_the_c_struct_or_refused() {
+        let token = CString::new(version().to_string()).unwrap();
+        let options = statestore_set_options {
+            condition: statestore_condition::STATESTORE_SET_IF_ABSENT as i32,
+            has_expiry: true,
+            expiry_ms: 1500,
+            fencing_token: token.as_ptr(),
+            persist: true,
+            has_timeout: false,
+            timeout_ms: 0,
+        };
+        // SAFETY: a live struct whose token is NUL-terminated.
+        let set = unsafe { set_options(&options) }.unwrap();
+        let expected = SetOptions::default()
+            .condition(SetCondition::OnlyIfAbsent)
+            .expiry(Duration::from_millis(1500))
+            .fencing_token(version())
+            .persist(true);
+        assert_eq!(set, expected);
+        // SAFETY: NULL is the default.
+        assert!(unsafe { set_options(std::ptr::null()) }.is_ok());
+        let bad = statestore_set_options {
+            condition: 7,
+            ..options
+        };
+        // SAFETY: a live struct.
+        let error = unsafe { set_options(&bad) }.unwrap_err().to_string();
+        assert!(error.contains("options->condition is 7"), "{error}");
+        let zero = statestore_delete_options {
+            fencing_token: std::ptr::null(),
+            has_timeout: true,
+            timeout_ms: 0,
+        };
+        // SAFETY: a live struct.
+        let error = unsafe { delete_options(&zero) }.unwrap_err().to_string();
+        assert!(error.starts_with("invalid argument: options: "), "{error}");
+        // SAFETY: NULL is the default.
+        assert!(unsafe { delete_options(std::ptr::null()) }.is_ok());
+    }
+}

@@ -17,7 +17,7 @@ use crate::client::{
 use crate::observe::{new_observation, statestore_observation};
 use crate::reply::{Call, Reply};
 use crate::status::{c_string, entry, statestore_status};
-use crate::util::{self, null, put, Handles, UserData};
+use crate::util::{self, null, Handles, Out, UserData};
 
 /// A lock on the state store (one key, mutual exclusion between processes). Create with
 /// `statestore_lock_new()`, acquire with `statestore_lock_acquire()` (or `_try_acquire()`,
@@ -118,7 +118,7 @@ fn ttl(ttl_ms: u64) -> Result<Duration> {
 /// A lock on the key `name` whose holdings last `ttl_ms` (renewed automatically while held).
 ///
 /// # Safety
-/// `name` valid for `name_len` bytes, `lock` valid for a write.
+/// `name` points to `name_len` readable bytes; `lock` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_new(
     client: *const statestore_client,
@@ -127,28 +127,27 @@ pub unsafe extern "C" fn statestore_lock_new(
     ttl_ms: u64,
     lock: *mut *mut statestore_lock,
 ) -> statestore_status {
+    // SAFETY: `lock` is NULL or writable during this call (this function's contract).
+    let lock = unsafe { Out::new(lock) };
     entry(|| {
-        unsafe { util::out_ptr(lock, "lock") }?;
+        lock.clear("lock")?;
         let state = CLIENTS.get(client, "client")?;
+        // SAFETY: `name` points to `name_len` readable bytes, or is NULL (this function's
+        // contract).
         let name = unsafe { util::key(name, name_len, "name") }?;
         let created = Lock::new(&state.client, name, ttl(ttl_ms)?)?;
-        unsafe {
-            lock.write(LOCKS.insert(Arc::new(LockState {
-                client: state,
-                lock: Mutex::new(created),
-            })))
-        };
+        lock.set(LOCKS.insert(Arc::new(LockState {
+            client: state,
+            lock: Mutex::new(created),
+        })));
         Ok(())
     })
 }
 
 /// Whether guards renew the lock automatically (default: yes). Without renewal a holding
 /// ends after its TTL.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_lock_set_auto_renew(
+pub extern "C" fn statestore_lock_set_auto_renew(
     lock: *const statestore_lock,
     auto_renew: bool,
 ) -> statestore_status {
@@ -161,11 +160,8 @@ pub unsafe extern "C" fn statestore_lock_set_auto_renew(
 }
 
 /// Frees a lock. NULL does nothing. Guards taken from it stay valid.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_lock_free(lock: *mut statestore_lock) -> statestore_status {
+pub extern "C" fn statestore_lock_free(lock: *mut statestore_lock) -> statestore_status {
     entry(|| LOCKS.remove(lock, "lock").map(drop))
 }
 
@@ -215,26 +211,30 @@ fn acquire_op(
 /// success `*guard` is the holding (free it with `statestore_lock_guard_free()`).
 ///
 /// # Safety
-/// `guard` valid for a write.
+/// `guard` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_acquire(
     lock: *const statestore_lock,
     timeout_ms: i64,
     guard: *mut *mut statestore_lock_guard,
 ) -> statestore_status {
-    unsafe { Reply::required(guard, "guard") }.run(|| acquire_op(lock, timeout_ms))
+    // SAFETY: `guard` is NULL or writable during this call (this function's contract).
+    let guard = unsafe { Out::new(guard) };
+    Reply::required(guard, "guard").run(|| acquire_op(lock, timeout_ms))
 }
 
 /// One attempt: `*guard` is the holding, or NULL if another holder has the lock (status OK).
 ///
 /// # Safety
-/// `guard` valid for a write.
+/// `guard` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_try_acquire(
     lock: *const statestore_lock,
     guard: *mut *mut statestore_lock_guard,
 ) -> statestore_status {
-    unsafe { Reply::required(guard, "guard") }.run(|| {
+    // SAFETY: `guard` is NULL or writable during this call (this function's contract).
+    let guard = unsafe { Out::new(guard) };
+    Reply::required(guard, "guard").run(|| {
         let (client, lock) = lock_of(lock)?;
         let owner = client.clone();
         Ok(Call::new(
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn statestore_lock_try_acquire(
 /// it then owns) or the error.
 ///
 /// # Safety
-/// `callback` must be safe to call from another thread with `user_data`.
+/// `callback` may be called with `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_acquire_async(
     lock: *const statestore_lock,
@@ -257,7 +257,10 @@ pub unsafe extern "C" fn statestore_lock_acquire_async(
     callback: statestore_guard_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::callback(callback, user_data).run(|| acquire_op(lock, timeout_ms))
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| acquire_op(lock, timeout_ms))
 }
 
 /// What an update function decided.
@@ -283,7 +286,7 @@ pub struct statestore_buffer {
 /// is 0). Call it from an update function only.
 ///
 /// # Safety
-/// `data` valid for `len` bytes; `buffer` is checked, never dereferenced.
+/// `data` points to `len` readable bytes (NULL when `len` is 0).
 #[no_mangle]
 pub unsafe extern "C" fn statestore_buffer_set(
     buffer: *mut statestore_buffer,
@@ -292,6 +295,8 @@ pub unsafe extern "C" fn statestore_buffer_set(
 ) -> statestore_status {
     entry(|| {
         let slot = BUFFERS.get(buffer, "buffer")?;
+        // SAFETY: `data` points to `len` readable bytes, or is NULL (this function's
+        // contract).
         let value = unsafe { util::bytes(data, len, "data") }?;
         *slot.lock().unwrap_or_else(|e| e.into_inner()) = value;
         Ok(())
@@ -314,6 +319,9 @@ type UpdateFn =
     unsafe extern "C" fn(*mut c_void, *const statestore_value, *mut statestore_buffer) -> i32;
 
 /// The first phase of an update (acquire the lock, read the key), from the C arguments.
+///
+/// # Safety
+/// `key` points to `key_len` readable bytes, or is NULL (as for [`util::key`]).
 unsafe fn begin_update_op(
     lock: *const statestore_lock,
     key: *const u8,
@@ -323,6 +331,7 @@ unsafe fn begin_update_op(
     Arc<ClientState>,
     impl Future<Output = Result<UpdateTxn>> + Send + 'static,
 )> {
+    // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, "key") }?;
     let (client, mut lock) = lock_of(lock)?;
     lock.check_update_key(&key)?;
@@ -334,7 +343,11 @@ unsafe fn begin_update_op(
 
 /// Both forms of the update: the first phase (`begin`) as a call of its own, then the update
 /// function and the second phase (`decide`).
-fn lock_update<F>(
+///
+/// # Safety
+/// `update` is NULL or may be called with `user_data` on this thread (`reply` blocking) or on
+/// the dispatcher thread (`reply` a callback).
+unsafe fn lock_update<F>(
     reply: Reply<Option<OwnedValue>>,
     update: statestore_update_fn,
     user_data: *mut c_void,
@@ -355,7 +368,9 @@ where
                 // inline callbacks): the update function may block there without stalling
                 // the runtime.
                 let next = move |txn| match txn {
-                    Ok(txn) => decide(&owner, update, user, txn).spawn(callback),
+                    // SAFETY: this runs on the dispatcher thread, where the caller of
+                    // `lock_update` promised `update` may be called with `user_data`.
+                    Ok(txn) => unsafe { decide(&owner, update, user, txn) }.spawn(callback),
                     Err(error) => callback.deliver::<Option<OwnedValue>>(Err(error)),
                 };
                 // Never inline: the update function may block.
@@ -364,7 +379,9 @@ where
             }
             reply => {
                 let txn = client.call(begin)?;
-                decide(&client, update, user, txn).finish(reply)
+                // SAFETY: a blocking reply: this is the calling thread, where the caller of
+                // `lock_update` promised `update` may be called with `user_data`.
+                unsafe { decide(&client, update, user, txn) }.finish(reply)
             }
         }
     })
@@ -373,7 +390,10 @@ where
 /// Calls the update function with the key's old value (on the calling thread) and makes the
 /// second phase of the update from its answer: write or delete with the fencing token, or
 /// release the lock without writing.
-fn decide(
+///
+/// # Safety
+/// `update` may be called with `user.get()` on this thread.
+unsafe fn decide(
     client: &Arc<ClientState>,
     update: UpdateFn,
     user: UserData,
@@ -385,9 +405,12 @@ fn decide(
         .map_or(std::ptr::null(), |o| &o.view as *const _);
     let slot = Arc::new(Mutex::new(Bytes::new()));
     let buffer: *mut statestore_buffer = BUFFERS.insert(slot.clone());
-    // SAFETY: the caller of the update function promised it may be called with user_data;
-    // old_view lives until the end of this function, and buffer is a handle, not memory.
-    let action = txn.run_callback(|| unsafe { update(user.get(), old_view, buffer) });
+    let action = txn.run_callback(|| {
+        // SAFETY: `update` may be called with `user_data` here (this function's contract);
+        // `old_view` is NULL or points into `old`, which outlives the call; `buffer` is a
+        // handle, never dereferenced.
+        unsafe { update(user.get(), old_view, buffer) }
+    });
     // The handle ends with the call: a buffer pointer kept for later is refused from now on.
     let _ = BUFFERS.remove(buffer, "buffer");
     let written = std::mem::take(&mut *slot.lock().unwrap_or_else(|e| e.into_inner()));
@@ -426,8 +449,8 @@ fn decide(
 /// itself.
 ///
 /// # Safety
-/// `key` valid for `key_len` bytes; `update` callable with `user_data`; `written` NULL or
-/// valid for a write.
+/// `key` points to `key_len` readable bytes; `update` may be called with `user_data` on the
+/// calling thread; `written` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_update(
     lock: *const statestore_lock,
@@ -438,10 +461,16 @@ pub unsafe extern "C" fn statestore_lock_update(
     user_data: *mut c_void,
     written: *mut *mut statestore_value,
 ) -> statestore_status {
-    let reply = unsafe { Reply::optional(written) };
-    lock_update(reply, update, user_data, || unsafe {
-        begin_update_op(lock, key, key_len, timeout_ms)
-    })
+    // SAFETY: `written` is NULL or writable during this call (this function's contract).
+    let reply = Reply::optional(unsafe { Out::new(written) });
+    let begin = || {
+        // SAFETY: `key` points to `key_len` readable bytes (this function's contract), read
+        // before `lock_update` returns.
+        unsafe { begin_update_op(lock, key, key_len, timeout_ms) }
+    };
+    // SAFETY: a blocking reply, and `update` may be called with `user_data` on the calling
+    // thread (this function's contract).
+    unsafe { lock_update(reply, update, user_data, begin) }
 }
 
 /// Completion of `statestore_lock_update_async()`: `written` is the value written, borrowed
@@ -467,8 +496,8 @@ pub type statestore_update_cb = Option<
 /// the lock could not be taken (or the client closed while waiting for it).
 ///
 /// # Safety
-/// `key` valid for `key_len` bytes; `update` and `callback` safe to call from another thread
-/// with `user_data`.
+/// `key` points to `key_len` readable bytes; `update` and `callback` may be called with
+/// `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_update_async(
     lock: *const statestore_lock,
@@ -479,23 +508,32 @@ pub unsafe extern "C" fn statestore_lock_update_async(
     callback: statestore_update_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    let reply = Reply::callback(callback, user_data);
-    lock_update(reply, update, user_data, || unsafe {
-        begin_update_op(lock, key, key_len, timeout_ms)
-    })
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    let begin = || {
+        // SAFETY: `key` points to `key_len` readable bytes (this function's contract), copied
+        // before `lock_update` returns.
+        unsafe { begin_update_op(lock, key, key_len, timeout_ms) }
+    };
+    // SAFETY: `update` may be called with `user_data` on the dispatcher thread (this
+    // function's contract).
+    unsafe { lock_update(reply, update, user_data, begin) }
 }
 
 /// Reads who holds the lock now: `*holder` is the holder name written in the lock's key (a
 /// value without version; free with `statestore_value_free()`), NULL when free.
 ///
 /// # Safety
-/// `holder` valid for a write.
+/// `holder` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_holder(
     lock: *const statestore_lock,
     holder: *mut *mut statestore_value,
 ) -> statestore_status {
-    unsafe { Reply::required(holder, "holder") }.run(|| {
+    // SAFETY: `holder` is NULL or writable during this call (this function's contract).
+    let holder = unsafe { Out::new(holder) };
+    Reply::required(holder, "holder").run(|| {
         let (client, lock) = lock_of(lock)?;
         Ok(holder_call(&client, async move { lock.holder().await }))
     })
@@ -508,32 +546,35 @@ pub unsafe extern "C" fn statestore_lock_holder(
 /// to write the keys the lock protects. Borrowed until the guard is freed.
 ///
 /// # Safety
-/// `token` valid for a write.
+/// `token` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_guard_fencing_token(
     guard: *const statestore_lock_guard,
     token: *mut *const c_char,
 ) -> statestore_status {
+    // SAFETY: `token` is NULL or writable during this call (this function's contract).
+    let token = unsafe { Out::new(token) };
     entry(|| {
         let state = GUARDS.get(guard, "guard")?;
         // The CString lives in the handle's state, which lives until the handle is freed.
-        let pointer = state.token.as_ptr();
-        unsafe { put(token, "token", pointer) }
+        token.put("token", state.token.as_ptr())
     })
 }
 
 /// Whether the lock is still held by this guard (false once released or lost).
 ///
 /// # Safety
-/// `held` valid for a write.
+/// `held` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_guard_is_held(
     guard: *const statestore_lock_guard,
     held: *mut bool,
 ) -> statestore_status {
+    // SAFETY: `held` is NULL or writable during this call (this function's contract).
+    let held = unsafe { Out::new(held) };
     entry(|| {
         let state = GUARDS.get(guard, "guard")?;
-        unsafe { put(held, "held", state.lease.is_held()) }
+        held.put("held", state.lease.is_held())
     })
 }
 
@@ -542,17 +583,18 @@ pub unsafe extern "C" fn statestore_lock_guard_is_held(
 /// ends without an event when the lock is released.
 ///
 /// # Safety
-/// `observation` valid for a write.
+/// `observation` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_guard_watch_loss(
     guard: *const statestore_lock_guard,
     observation: *mut *mut statestore_observation,
 ) -> statestore_status {
+    // SAFETY: `observation` is NULL or writable during this call (this function's contract).
+    let observation = unsafe { Out::new(observation) };
     entry(|| {
-        unsafe { util::out_ptr(observation, "observation") }?;
+        observation.clear("observation")?;
         let state = GUARDS.get(guard, "guard")?;
-        let stream = EventStream::from_lease_loss(&state.lease);
-        unsafe { observation.write(new_observation(stream)) };
+        observation.set(new_observation(EventStream::from_lease_loss(&state.lease)));
         Ok(())
     })
 }
@@ -574,11 +616,8 @@ fn release_op(guard: *const statestore_lock_guard) -> Result<Call<(), ()>> {
 }
 
 /// Releases the lock and waits for the service's answer. The guard must still be freed.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_lock_guard_release(
+pub extern "C" fn statestore_lock_guard_release(
     guard: *const statestore_lock_guard,
 ) -> statestore_status {
     Reply::status_only().run(|| release_op(guard))
@@ -587,24 +626,24 @@ pub unsafe extern "C" fn statestore_lock_guard_release(
 /// `statestore_lock_guard_release()` without blocking.
 ///
 /// # Safety
-/// `callback` must be safe to call from another thread with `user_data`.
+/// `callback` may be called with `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lock_guard_release_async(
     guard: *const statestore_lock_guard,
     callback: statestore_done_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::status(callback, user_data).run(|| release_op(guard))
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::status(callback, user_data) };
+    reply.run(|| release_op(guard))
 }
 
 /// Frees a guard, releasing the lock in the background if it is still held (release it
 /// explicitly before closing the client: a background release queued at close is never
 /// sent, and the lock then stays taken until its TTL passes). NULL does nothing.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_lock_guard_free(
+pub extern "C" fn statestore_lock_guard_free(
     guard: *mut statestore_lock_guard,
 ) -> statestore_status {
     entry(|| GUARDS.remove(guard, "guard").map(drop))
@@ -617,7 +656,8 @@ pub unsafe extern "C" fn statestore_lock_guard_free(
 /// while held.
 ///
 /// # Safety
-/// `key`/`holder` valid for their lengths; `lease` valid for a write.
+/// `key` points to `key_len` readable bytes and `holder` to `holder_len`; `lease` is NULL or
+/// points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_new(
     client: *const statestore_client,
@@ -627,28 +667,28 @@ pub unsafe extern "C" fn statestore_lease_new(
     holder_len: usize,
     lease: *mut *mut statestore_lease,
 ) -> statestore_status {
+    // SAFETY: `lease` is NULL or writable during this call (this function's contract).
+    let lease = unsafe { Out::new(lease) };
     entry(|| {
-        unsafe { util::out_ptr(lease, "lease") }?;
+        lease.clear("lease")?;
         let state = CLIENTS.get(client, "client")?;
+        // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's
+        // contract).
         let key = unsafe { util::key(key, key_len, "key") }?;
+        // SAFETY: `holder` points to `holder_len` readable bytes, or is NULL (as for `key`).
         let holder = unsafe { util::key(holder, holder_len, "holder") }?;
         let created = Lease::new(&state.client, key, holder)?.auto_renew(true);
-        unsafe {
-            lease.write(LEASES.insert(Arc::new(LeaseState {
-                client: state,
-                lease: created,
-            })))
-        };
+        lease.set(LEASES.insert(Arc::new(LeaseState {
+            client: state,
+            lease: created,
+        })));
         Ok(())
     })
 }
 
 /// Turns automatic renewal on or off (default: on).
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_lease_set_auto_renew(
+pub extern "C" fn statestore_lease_set_auto_renew(
     lease: *const statestore_lease,
     auto_renew: bool,
 ) -> statestore_status {
@@ -689,7 +729,7 @@ fn lease_acquire_op(
 /// `statestore_string_free()`.
 ///
 /// # Safety
-/// `fencing_token` NULL or valid for a write.
+/// `fencing_token` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_acquire(
     lease: *const statestore_lease,
@@ -697,13 +737,15 @@ pub unsafe extern "C" fn statestore_lease_acquire(
     timeout_ms: i64,
     fencing_token: *mut *mut c_char,
 ) -> statestore_status {
-    unsafe { Reply::optional(fencing_token) }.run(|| lease_acquire_op(lease, ttl_ms, timeout_ms))
+    // SAFETY: `fencing_token` is NULL or writable during this call (this function's contract).
+    let fencing_token = unsafe { Out::new(fencing_token) };
+    Reply::optional(fencing_token).run(|| lease_acquire_op(lease, ttl_ms, timeout_ms))
 }
 
 /// `statestore_lease_acquire()` without blocking.
 ///
 /// # Safety
-/// `callback` must be safe to call from another thread with `user_data`.
+/// `callback` may be called with `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_acquire_async(
     lease: *const statestore_lease,
@@ -712,45 +754,45 @@ pub unsafe extern "C" fn statestore_lease_acquire_async(
     callback: statestore_token_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::callback(callback, user_data).run(|| lease_acquire_op(lease, ttl_ms, timeout_ms))
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| lease_acquire_op(lease, ttl_ms, timeout_ms))
 }
 
-/// Writes an acquisition attempt's outcome through the optional out-parameters.
-unsafe fn outcome_out(
-    outcome: AcquireOutcome,
-    acquired: *mut bool,
-    fencing_token: *mut *mut c_char,
-    holder: *mut *mut statestore_value,
-) {
-    match outcome {
-        AcquireOutcome::Acquired { token } => {
-            unsafe { acquired.write(true) };
-            if !fencing_token.is_null() {
-                unsafe { fencing_token.write(token_string(&token)) };
+/// The out-parameters of an acquisition attempt: whether it acquired (`name`, required),
+/// the fencing token and the other holder's name (both optional).
+struct Attempt {
+    acquired: Out<bool>,
+    fencing_token: Out<*mut c_char>,
+    holder: Out<*mut statestore_value>,
+}
+
+impl Attempt {
+    /// Checks and clears the out-parameters before the attempt.
+    fn clear(&self, name: &str) -> Result<()> {
+        self.acquired.put(name, false)?;
+        self.fencing_token.set(std::ptr::null_mut());
+        self.holder.set(std::ptr::null_mut());
+        Ok(())
+    }
+
+    /// Writes the attempt's outcome; a token or a name nobody asked for is not made.
+    fn write(&self, outcome: AcquireOutcome) {
+        match outcome {
+            AcquireOutcome::Acquired { token } => {
+                self.acquired.set(true);
+                if !self.fencing_token.is_null() {
+                    self.fencing_token.set(token_string(&token));
+                }
             }
-        }
-        AcquireOutcome::HeldBy { holder: other } => {
-            if let (Some(name), false) = (other, holder.is_null()) {
-                unsafe { holder.write(value_of(name, None).into_raw()) };
+            AcquireOutcome::HeldBy { holder: other } => {
+                if let (Some(name), false) = (other, self.holder.is_null()) {
+                    self.holder.set(value_of(name, None).into_raw());
+                }
             }
         }
     }
-}
-
-/// Checks and clears the out-parameters of an attempt.
-unsafe fn clear_attempt(
-    acquired: *mut bool,
-    fencing_token: *mut *mut c_char,
-    holder: *mut *mut statestore_value,
-    name: &str,
-) -> Result<()> {
-    unsafe { put(acquired, name, false) }?;
-    for out in [fencing_token.cast::<*mut c_void>(), holder.cast()] {
-        if !out.is_null() {
-            unsafe { out.write(std::ptr::null_mut()) };
-        }
-    }
-    Ok(())
 }
 
 /// One attempt: `*acquired` says whether the lease is now held. If it is and
@@ -759,7 +801,7 @@ unsafe fn clear_attempt(
 /// `*holder` receives that holder's name when known (free with `statestore_value_free()`).
 ///
 /// # Safety
-/// `acquired` valid for a write; `fencing_token` and `holder` NULL or valid for a write.
+/// `acquired`, `fencing_token` and `holder` are NULL or point to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_try_acquire(
     lease: *const statestore_lease,
@@ -768,12 +810,20 @@ pub unsafe extern "C" fn statestore_lease_try_acquire(
     fencing_token: *mut *mut c_char,
     holder: *mut *mut statestore_value,
 ) -> statestore_status {
+    let attempt = Attempt {
+        // SAFETY: `acquired` is NULL or writable during this call (this function's contract).
+        acquired: unsafe { Out::new(acquired) },
+        // SAFETY: `fencing_token` is NULL or writable during this call (as `acquired`).
+        fencing_token: unsafe { Out::new(fencing_token) },
+        // SAFETY: `holder` is NULL or writable during this call (as `acquired`).
+        holder: unsafe { Out::new(holder) },
+    };
     entry(|| {
-        unsafe { clear_attempt(acquired, fencing_token, holder, "acquired") }?;
+        attempt.clear("acquired")?;
         let (client, lease) = lease_of(lease)?;
         let ttl = ttl(ttl_ms)?;
         let outcome = client.call(async move { lease.try_acquire(ttl).await })?;
-        unsafe { outcome_out(outcome, acquired, fencing_token, holder) };
+        attempt.write(outcome);
         Ok(())
     })
 }
@@ -796,7 +846,7 @@ pub enum statestore_lease_state {
 /// `statestore_loss_reason` (else `STATESTORE_LOSS_NONE`).
 ///
 /// # Safety
-/// `state` valid for a write; the others NULL or valid for a write.
+/// `state`, `fencing_token` and `loss_reason` are NULL or point to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_get_state(
     lease: *const statestore_lease,
@@ -805,34 +855,31 @@ pub unsafe extern "C" fn statestore_lease_get_state(
     loss_reason: *mut i32,
 ) -> statestore_status {
     use statestore_core::lease::LeaseState as Core;
+    // SAFETY: `state` is NULL or writable during this call (this function's contract).
+    let state = unsafe { Out::new(state) };
+    // SAFETY: `fencing_token` is NULL or writable during this call (as `state`).
+    let fencing_token = unsafe { Out::new(fencing_token) };
+    // SAFETY: `loss_reason` is NULL or writable during this call (as `state`).
+    let loss_reason = unsafe { Out::new(loss_reason) };
     entry(|| {
-        unsafe {
-            put(
-                state,
-                "state",
-                statestore_lease_state::STATESTORE_LEASE_NOT_HELD as i32,
-            )
-        }?;
-        if !fencing_token.is_null() {
-            unsafe { fencing_token.write(std::ptr::null_mut()) };
-        }
-        if !loss_reason.is_null() {
-            unsafe { loss_reason.write(0) };
-        }
+        state.put(
+            "state",
+            statestore_lease_state::STATESTORE_LEASE_NOT_HELD as i32,
+        )?;
+        fencing_token.set(std::ptr::null_mut());
+        loss_reason.set(0);
         let current = LEASES.get(lease, "lease")?.lease.state();
         match current {
             Core::NotHeld => {}
             Core::Held { token } => {
-                unsafe { state.write(statestore_lease_state::STATESTORE_LEASE_HELD as i32) };
+                state.set(statestore_lease_state::STATESTORE_LEASE_HELD as i32);
                 if !fencing_token.is_null() {
-                    unsafe { fencing_token.write(token_string(&token)) };
+                    fencing_token.set(token_string(&token));
                 }
             }
             Core::Lost(loss) => {
-                unsafe { state.write(statestore_lease_state::STATESTORE_LEASE_LOST as i32) };
-                if !loss_reason.is_null() {
-                    unsafe { loss_reason.write(loss.reason as i32) };
-                }
+                state.set(statestore_lease_state::STATESTORE_LEASE_LOST as i32);
+                loss_reason.set(loss.reason as i32);
             }
         }
         Ok(())
@@ -840,13 +887,8 @@ pub unsafe extern "C" fn statestore_lease_get_state(
 }
 
 /// Renews the lease now (only needed without automatic renewal).
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_lease_renew(
-    lease: *const statestore_lease,
-) -> statestore_status {
+pub extern "C" fn statestore_lease_renew(lease: *const statestore_lease) -> statestore_status {
     entry(|| {
         let (client, lease) = lease_of(lease)?;
         client.call(async move { lease.renew().await })
@@ -866,32 +908,38 @@ fn lease_release_op(lease: *const statestore_lease) -> Result<Call<bool, bool>> 
 /// `*released` (if not NULL) says whether it was held.
 ///
 /// # Safety
-/// `released` NULL or valid for a write.
+/// `released` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_release(
     lease: *const statestore_lease,
     released: *mut bool,
 ) -> statestore_status {
-    unsafe { Reply::optional(released) }.run(|| lease_release_op(lease))
+    // SAFETY: `released` is NULL or writable during this call (this function's contract).
+    let released = unsafe { Out::new(released) };
+    Reply::optional(released).run(|| lease_release_op(lease))
 }
 
 /// `statestore_lease_release()` without blocking.
 ///
 /// # Safety
-/// `callback` must be safe to call from another thread with `user_data`.
+/// `callback` may be called with `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_release_async(
     lease: *const statestore_lease,
     callback: statestore_done_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::status(callback, user_data).run(|| lease_release_op(lease))
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::status(callback, user_data) };
+    reply.run(|| lease_release_op(lease))
 }
 
-fn optional_token(token: Option<Hlc>, out: *mut *mut c_char) -> Result<()> {
-    unsafe { util::out_ptr(out, "fencing_token") }?;
+/// Writes `token` (or NULL) to the required out-parameter `fencing_token`.
+fn optional_token(token: Option<Hlc>, out: &Out<*mut c_char>) -> Result<()> {
+    out.clear("fencing_token")?;
     if let Some(token) = token {
-        unsafe { out.write(token_string(&token)) };
+        out.set(token_string(&token));
     }
     Ok(())
 }
@@ -900,16 +948,18 @@ fn optional_token(token: Option<Hlc>, out: *mut *mut c_char) -> Result<()> {
 /// `statestore_string_free()`.
 ///
 /// # Safety
-/// `fencing_token` valid for a write.
+/// `fencing_token` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_fencing_token(
     lease: *const statestore_lease,
     fencing_token: *mut *mut c_char,
 ) -> statestore_status {
+    // SAFETY: `fencing_token` is NULL or writable during this call (this function's contract).
+    let fencing_token = unsafe { Out::new(fencing_token) };
     entry(|| {
         optional_token(
             LEASES.get(lease, "lease")?.lease.fencing_token(),
-            fencing_token,
+            &fencing_token,
         )
     })
 }
@@ -917,13 +967,15 @@ pub unsafe extern "C" fn statestore_lease_fencing_token(
 /// Whether the lease is held (as this holder sees it).
 ///
 /// # Safety
-/// `held` valid for a write.
+/// `held` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_is_held(
     lease: *const statestore_lease,
     held: *mut bool,
 ) -> statestore_status {
-    entry(|| unsafe { put(held, "held", LEASES.get(lease, "lease")?.lease.is_held()) })
+    // SAFETY: `held` is NULL or writable during this call (this function's contract).
+    let held = unsafe { Out::new(held) };
+    entry(|| held.put("held", LEASES.get(lease, "lease")?.lease.is_held()))
 }
 
 /// A read of who holds a key: a name as a value without version, NULL when nobody does.
@@ -940,13 +992,15 @@ fn holder_call(
 /// version; free with `statestore_value_free()`) or NULL if nobody holds it.
 ///
 /// # Safety
-/// `holder` valid for a write.
+/// `holder` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_holder(
     lease: *const statestore_lease,
     holder: *mut *mut statestore_value,
 ) -> statestore_status {
-    unsafe { Reply::required(holder, "holder") }.run(|| {
+    // SAFETY: `holder` is NULL or writable during this call (this function's contract).
+    let holder = unsafe { Out::new(holder) };
+    Reply::required(holder, "holder").run(|| {
         let (client, lease) = lease_of(lease)?;
         Ok(holder_call(&client, async move { lease.holder().await }))
     })
@@ -956,17 +1010,18 @@ pub unsafe extern "C" fn statestore_lease_holder(
 /// then the end (no event if the lease is released instead).
 ///
 /// # Safety
-/// `observation` valid for a write.
+/// `observation` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_lease_watch_loss(
     lease: *const statestore_lease,
     observation: *mut *mut statestore_observation,
 ) -> statestore_status {
+    // SAFETY: `observation` is NULL or writable during this call (this function's contract).
+    let observation = unsafe { Out::new(observation) };
     entry(|| {
-        unsafe { util::out_ptr(observation, "observation") }?;
+        observation.clear("observation")?;
         let state = LEASES.get(lease, "lease")?;
-        let stream = EventStream::from_lease_loss(&state.lease);
-        unsafe { observation.write(new_observation(stream)) };
+        observation.set(new_observation(EventStream::from_lease_loss(&state.lease)));
         Ok(())
     })
 }
@@ -974,11 +1029,8 @@ pub unsafe extern "C" fn statestore_lease_watch_loss(
 /// Frees a lease handle. A lease still held stops renewing and is released in the
 /// background (call `statestore_lease_release()` first to know the outcome). NULL does
 /// nothing.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_lease_free(lease: *mut statestore_lease) -> statestore_status {
+pub extern "C" fn statestore_lease_free(lease: *mut statestore_lease) -> statestore_status {
     entry(|| LEASES.remove(lease, "lease").map(drop))
 }
 
@@ -989,7 +1041,8 @@ pub unsafe extern "C" fn statestore_lease_free(lease: *mut statestore_lease) -> 
 /// leadership lasts `ttl_ms` and is renewed automatically.
 ///
 /// # Safety
-/// `name`/`candidate` valid for their lengths; `election` valid for a write.
+/// `name` points to `name_len` readable bytes and `candidate` to `candidate_len`; `election`
+/// is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_new(
     client: *const statestore_client,
@@ -1000,18 +1053,22 @@ pub unsafe extern "C" fn statestore_election_new(
     ttl_ms: u64,
     election: *mut *mut statestore_election,
 ) -> statestore_status {
+    // SAFETY: `election` is NULL or writable during this call (this function's contract).
+    let election = unsafe { Out::new(election) };
     entry(|| {
-        unsafe { util::out_ptr(election, "election") }?;
+        election.clear("election")?;
         let state = CLIENTS.get(client, "client")?;
+        // SAFETY: `name` points to `name_len` readable bytes, or is NULL (this function's
+        // contract).
         let name = unsafe { util::key(name, name_len, "name") }?;
+        // SAFETY: `candidate` points to `candidate_len` readable bytes, or is NULL (as for
+        // `name`).
         let candidate = unsafe { util::key(candidate, candidate_len, "candidate") }?;
         let created = Election::new(&state.client, name, candidate, ttl(ttl_ms)?)?;
-        unsafe {
-            election.write(ELECTIONS.insert(Arc::new(ElectionState {
-                client: state,
-                election: created,
-            })))
-        };
+        election.set(ELECTIONS.insert(Arc::new(ElectionState {
+            client: state,
+            election: created,
+        })));
         Ok(())
     })
 }
@@ -1046,20 +1103,22 @@ fn campaign_op(
 /// `statestore_string_free()`).
 ///
 /// # Safety
-/// `fencing_token` NULL or valid for a write.
+/// `fencing_token` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_campaign(
     election: *const statestore_election,
     timeout_ms: i64,
     fencing_token: *mut *mut c_char,
 ) -> statestore_status {
-    unsafe { Reply::optional(fencing_token) }.run(|| campaign_op(election, timeout_ms))
+    // SAFETY: `fencing_token` is NULL or writable during this call (this function's contract).
+    let fencing_token = unsafe { Out::new(fencing_token) };
+    Reply::optional(fencing_token).run(|| campaign_op(election, timeout_ms))
 }
 
 /// `statestore_election_campaign()` without blocking.
 ///
 /// # Safety
-/// `callback` must be safe to call from another thread with `user_data`.
+/// `callback` may be called with `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_campaign_async(
     election: *const statestore_election,
@@ -1067,14 +1126,17 @@ pub unsafe extern "C" fn statestore_election_campaign_async(
     callback: statestore_token_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::callback(callback, user_data).run(|| campaign_op(election, timeout_ms))
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| campaign_op(election, timeout_ms))
 }
 
 /// One attempt to become leader: as `statestore_lease_try_acquire()` (`*elected`, the
 /// token, and the current leader's name when another candidate leads).
 ///
 /// # Safety
-/// `elected` valid for a write; `fencing_token` and `leader` NULL or valid for a write.
+/// `elected`, `fencing_token` and `leader` are NULL or point to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_try_campaign(
     election: *const statestore_election,
@@ -1082,11 +1144,19 @@ pub unsafe extern "C" fn statestore_election_try_campaign(
     fencing_token: *mut *mut c_char,
     leader: *mut *mut statestore_value,
 ) -> statestore_status {
+    let attempt = Attempt {
+        // SAFETY: `elected` is NULL or writable during this call (this function's contract).
+        acquired: unsafe { Out::new(elected) },
+        // SAFETY: `fencing_token` is NULL or writable during this call (as `elected`).
+        fencing_token: unsafe { Out::new(fencing_token) },
+        // SAFETY: `leader` is NULL or writable during this call (as `elected`).
+        holder: unsafe { Out::new(leader) },
+    };
     entry(|| {
-        unsafe { clear_attempt(elected, fencing_token, leader, "elected") }?;
+        attempt.clear("elected")?;
         let (client, election) = election_of(election)?;
         let outcome = client.call(async move { election.try_campaign().await })?;
-        unsafe { outcome_out(outcome, elected, fencing_token, leader) };
+        attempt.write(outcome);
         Ok(())
     })
 }
@@ -1100,11 +1170,8 @@ fn resign_op(election: *const statestore_election) -> Result<Call<(), ()>> {
 }
 
 /// Gives up leadership (or stops being a candidate).
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_election_resign(
+pub extern "C" fn statestore_election_resign(
     election: *const statestore_election,
 ) -> statestore_status {
     Reply::status_only().run(|| resign_op(election))
@@ -1113,27 +1180,32 @@ pub unsafe extern "C" fn statestore_election_resign(
 /// `statestore_election_resign()` without blocking.
 ///
 /// # Safety
-/// `callback` must be safe to call from another thread with `user_data`.
+/// `callback` may be called with `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_resign_async(
     election: *const statestore_election,
     callback: statestore_done_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::status(callback, user_data).run(|| resign_op(election))
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::status(callback, user_data) };
+    reply.run(|| resign_op(election))
 }
 
 /// Reads the current leader: `*leader` is its name (free with `statestore_value_free()`) or
 /// NULL when there is none.
 ///
 /// # Safety
-/// `leader` valid for a write.
+/// `leader` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_leader(
     election: *const statestore_election,
     leader: *mut *mut statestore_value,
 ) -> statestore_status {
-    unsafe { Reply::required(leader, "leader") }.run(|| {
+    // SAFETY: `leader` is NULL or writable during this call (this function's contract).
+    let leader = unsafe { Out::new(leader) };
+    Reply::required(leader, "leader").run(|| {
         let (client, election) = election_of(election)?;
         Ok(holder_call(&client, async move { election.leader().await }))
     })
@@ -1142,15 +1214,17 @@ pub unsafe extern "C" fn statestore_election_leader(
 /// Whether this candidate is the leader (as it sees it).
 ///
 /// # Safety
-/// `leader` valid for a write.
+/// `leader` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_is_leader(
     election: *const statestore_election,
     leader: *mut bool,
 ) -> statestore_status {
+    // SAFETY: `leader` is NULL or writable during this call (this function's contract).
+    let leader = unsafe { Out::new(leader) };
     entry(|| {
         let state = ELECTIONS.get(election, "election")?;
-        unsafe { put(leader, "leader", state.election.is_leader()) }
+        leader.put("leader", state.election.is_leader())
     })
 }
 
@@ -1158,15 +1232,17 @@ pub unsafe extern "C" fn statestore_election_is_leader(
 /// `statestore_string_free()`).
 ///
 /// # Safety
-/// `fencing_token` valid for a write.
+/// `fencing_token` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_fencing_token(
     election: *const statestore_election,
     fencing_token: *mut *mut c_char,
 ) -> statestore_status {
+    // SAFETY: `fencing_token` is NULL or writable during this call (this function's contract).
+    let fencing_token = unsafe { Out::new(fencing_token) };
     entry(|| {
         let state = ELECTIONS.get(election, "election")?;
-        optional_token(state.election.fencing_token(), fencing_token)
+        optional_token(state.election.fencing_token(), &fencing_token)
     })
 }
 
@@ -1174,18 +1250,20 @@ pub unsafe extern "C" fn statestore_election_fencing_token(
 /// `holder`) and `STATESTORE_EVENT_VACANT` events.
 ///
 /// # Safety
-/// `observation` valid for a write.
+/// `observation` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_observe(
     election: *const statestore_election,
     observation: *mut *mut statestore_observation,
 ) -> statestore_status {
+    // SAFETY: `observation` is NULL or writable during this call (this function's contract).
+    let observation = unsafe { Out::new(observation) };
     entry(|| {
-        unsafe { util::out_ptr(observation, "observation") }?;
+        observation.clear("observation")?;
         let (client, election) = election_of(election)?;
         let key = election.name().clone();
         let observed = client.call(async move { election.observe().await })?;
-        unsafe { observation.write(new_observation(EventStream::from_leader(observed, key))) };
+        observation.set(new_observation(EventStream::from_leader(observed, key)));
         Ok(())
     })
 }
@@ -1194,17 +1272,20 @@ pub unsafe extern "C" fn statestore_election_observe(
 /// then the end; none if it resigns).
 ///
 /// # Safety
-/// `observation` valid for a write.
+/// `observation` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_election_watch_loss(
     election: *const statestore_election,
     observation: *mut *mut statestore_observation,
 ) -> statestore_status {
+    // SAFETY: `observation` is NULL or writable during this call (this function's contract).
+    let observation = unsafe { Out::new(observation) };
     entry(|| {
-        unsafe { util::out_ptr(observation, "observation") }?;
+        observation.clear("observation")?;
         let state = ELECTIONS.get(election, "election")?;
-        let stream = EventStream::from_lease_loss(state.election.lease());
-        unsafe { observation.write(new_observation(stream)) };
+        observation.set(new_observation(EventStream::from_lease_loss(
+            state.election.lease(),
+        )));
         Ok(())
     })
 }
@@ -1212,12 +1293,105 @@ pub unsafe extern "C" fn statestore_election_watch_loss(
 /// Frees an election handle. A leader stops renewing and its leadership is released in the
 /// background (call `statestore_election_resign()` first to know the outcome). NULL does
 /// nothing.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_election_free(
+pub extern "C" fn statestore_election_free(
     election: *mut statestore_election,
 ) -> statestore_status {
     entry(|| ELECTIONS.remove(election, "election").map(drop))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{statestore_string_free, statestore_value_free};
+    use crate::status::last_error;
+    use crate::status::statestore_status::{STATESTORE_ERR_INVALID_ARGUMENT, STATESTORE_OK};
+
+    #[test]
+    fn an_update_buffer_takes_a_copy_while_its_handle_lives() {
+        let slot = Arc::new(Mutex::new(Bytes::new()));
+        let buffer: *mut statestore_buffer = BUFFERS.insert(slot.clone());
+        let mut data = *b"new";
+        // SAFETY: `data` is 3 readable bytes.
+        let status = unsafe { statestore_buffer_set(buffer, data.as_ptr(), 3) };
+        assert_eq!(status, STATESTORE_OK);
+        data[0] = b'x';
+        assert_eq!(
+            &slot.lock().unwrap()[..],
+            b"new",
+            "a copy of the caller's bytes"
+        );
+        // SAFETY: a length of 0 reads nothing.
+        let status = unsafe { statestore_buffer_set(buffer, std::ptr::null(), 0) };
+        assert_eq!(status, STATESTORE_OK);
+        assert!(slot.lock().unwrap().is_empty());
+        BUFFERS.remove(buffer, "buffer").unwrap();
+        // SAFETY: `data` is 3 readable bytes; the handle is checked first.
+        let status = unsafe { statestore_buffer_set(buffer, data.as_ptr(), 3) };
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(
+            last_error().contains("buffer is not a live"),
+            "{}",
+            last_error()
+        );
+    }
+
+    #[test]
+    fn an_attempt_writes_only_the_out_parameters_given() {
+        let token = Hlc {
+            wall_ms: 1_700_000_000_000,
+            counter: 2,
+            node: "n".into(),
+        };
+        let mut acquired = true;
+        let mut fencing_token: *mut c_char = std::ptr::NonNull::dangling().as_ptr();
+        let mut holder: *mut statestore_value = std::ptr::NonNull::dangling().as_ptr();
+        let attempt = Attempt {
+            // SAFETY: locals that nothing else touches while `attempt` is used.
+            acquired: unsafe { Out::new(&mut acquired) },
+            // SAFETY: as above.
+            fencing_token: unsafe { Out::new(&mut fencing_token) },
+            // SAFETY: as above.
+            holder: unsafe { Out::new(&mut holder) },
+        };
+        attempt.clear("acquired").unwrap();
+        attempt.write(AcquireOutcome::Acquired {
+            token: token.clone(),
+        });
+        assert!(acquired && holder.is_null());
+        // SAFETY: the library's NUL-terminated token.
+        let text = unsafe { std::ffi::CStr::from_ptr(fencing_token) };
+        assert_eq!(text.to_str().unwrap(), token.to_string());
+        // SAFETY: the library's string, freed once.
+        unsafe { statestore_string_free(fencing_token) };
+
+        let attempt = Attempt {
+            // SAFETY: locals that nothing else touches while `attempt` is used.
+            acquired: unsafe { Out::new(&mut acquired) },
+            fencing_token: Out::none(),
+            // SAFETY: as above.
+            holder: unsafe { Out::new(&mut holder) },
+        };
+        attempt.clear("acquired").unwrap();
+        attempt.write(AcquireOutcome::HeldBy {
+            holder: Some(Bytes::from_static(b"other")),
+        });
+        assert!(!acquired);
+        // SAFETY: the value the attempt wrote.
+        let name = unsafe { &*holder };
+        // SAFETY: a value's `data` points to its `len` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(name.data, name.len) };
+        assert_eq!(bytes, b"other");
+        // SAFETY: the library's value, freed once.
+        unsafe { statestore_value_free(holder) };
+
+        let attempt = Attempt {
+            acquired: Out::none(),
+            // SAFETY: a local that nothing else touches while `attempt` is used.
+            fencing_token: unsafe { Out::new(&mut fencing_token) },
+            holder: Out::none(),
+        };
+        let error = attempt.clear("acquired").unwrap_err().to_string();
+        assert!(error.contains("acquired is NULL"), "{error}");
+    }
 }

@@ -6,7 +6,15 @@
 //! core crate (`statestore::bindings`). The header is generated from these items by cbindgen
 //! (`bindings/cbindgen.toml`); every doc comment here is header documentation.
 #![allow(non_camel_case_types)]
-#![allow(clippy::missing_safety_doc)] // each function's `# Safety` section is in its doc.
+// C hands this crate raw pointers: every unsafe operation says why it is sound where it
+// happens (one operation per block), and every unsafe function states its contract in a
+// `# Safety` section, which for the exported ones is the header's "Safety" paragraph. The
+// contracts shared by many functions are stated once, in `util` (`bytes`, `string`,
+// `Out::new`).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::multiple_unsafe_ops_per_block)]
+#![deny(clippy::missing_safety_doc)]
 
 mod client;
 mod lease;

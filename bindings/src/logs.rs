@@ -47,7 +47,7 @@ pub type statestore_log_cb = Option<
 /// the process already installed another Rust `tracing` subscriber.
 ///
 /// # Safety
-/// `callback` must be safe to call from any thread with `user_data`.
+/// `callback` may be called with `user_data` on any thread, several calls at once.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_set_log_callback(
     level: i32,
@@ -79,10 +79,10 @@ pub unsafe extern "C" fn statestore_set_log_callback(
             let level = record.level as i32;
             run_callback(|| {
                 as_log_callback(|| {
-                    // SAFETY: the caller of statestore_set_log_callback promised that callback
-                    // may be called from any thread with user_data; the strings live until
-                    // the end of this closure.
-                    unsafe { callback(user.0, level, target.as_ptr(), message.as_ptr()) }
+                    // SAFETY: the caller of `statestore_set_log_callback` promised that
+                    // `callback` may be called with `user_data` on any thread; the strings
+                    // live until the end of this closure.
+                    unsafe { callback(user.get(), level, target.as_ptr(), message.as_ptr()) }
                 })
             });
         })

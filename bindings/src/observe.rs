@@ -1,7 +1,7 @@
 //! Notifications: observations (key changes, leadership changes, lease loss) consumed either
 //! by pulling events with a timeout or through a callback per event.
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,8 +11,8 @@ use statestore_core::{Client, Error, Observation, Result};
 
 use crate::client::{key_op, run_callback, statestore_client, statestore_done_cb, Owned};
 use crate::reply::{Call, Reply};
-use crate::status::{c_string, entry, statestore_status};
-use crate::util::{self, c_ptr, null, Handles, UserData};
+use crate::status::{entry, statestore_status};
+use crate::util::{self, null, CText, Handles, Out, UserData};
 
 /// A stream of events: the changes of an observed key (`statestore_observe()`), of an
 /// election's leader (`statestore_election_observe()`), or the loss of a lease, lock or
@@ -94,9 +94,9 @@ pub struct statestore_event {
 type Keep = (
     Bytes,
     Option<Bytes>,
-    Option<CString>,
+    Option<CText>,
     Option<Bytes>,
-    Option<CString>,
+    Option<CText>,
 );
 pub(crate) type OwnedEvent = Owned<statestore_event, Keep>;
 
@@ -110,7 +110,7 @@ fn parts(data: &Option<Bytes>) -> (bool, *const u8, usize) {
 
 pub(crate) fn owned_event(event: Event) -> OwnedEvent {
     let version = util::version_string(event.version.as_ref());
-    let loss_message = event.loss.as_ref().map(|l| c_string(l.to_string()));
+    let loss_message = event.loss.as_ref().map(|l| CText::new(l.to_string()));
     let loss_reason = event.loss.as_ref().map_or(0, |l| l.reason as i32);
     let (has_value, value, value_len) = parts(&event.value);
     let (has_holder, holder, holder_len) = parts(&event.holder);
@@ -123,12 +123,12 @@ pub(crate) fn owned_event(event: Event) -> OwnedEvent {
             has_value,
             value,
             value_len,
-            version: c_ptr(&version),
+            version: CText::ptr(&version),
             has_holder,
             holder,
             holder_len,
             loss_reason,
-            loss_message: c_ptr(&loss_message),
+            loss_message: CText::ptr(&loss_message),
         },
         keep: (key, event.value, version, event.holder, loss_message),
     }
@@ -137,12 +137,18 @@ pub(crate) fn owned_event(event: Event) -> OwnedEvent {
 /// Frees an event returned by `statestore_observation_next()`. NULL does nothing.
 ///
 /// # Safety
-/// `event` must be NULL or an event from this library, not yet freed.
+/// `event` is NULL or an event from this library, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_event_free(event: *mut statestore_event) {
+    // SAFETY: the library makes every `statestore_event` as an `OwnedEvent`; `event` is NULL
+    // or one not yet freed (this function's contract).
     unsafe { OwnedEvent::free(event) }
 }
 
+/// An observation of a key from its C arguments.
+///
+/// # Safety
+/// As [`key_op`].
 unsafe fn observe_op(
     client: *const statestore_client,
     key: *const u8,
@@ -150,15 +156,21 @@ unsafe fn observe_op(
 ) -> Result<Call<Observation, *mut statestore_observation>> {
     let observe = |client: Client, key| async move { client.observe(key).await };
     let convert = |observed| new_observation(EventStream::from_observation(observed));
+    // SAFETY: `key` as `key_op` requires (this function's contract).
     unsafe { key_op(client, key, key_len, "key", observe, convert) }
 }
 
+/// The end of a key's observations from the C arguments.
+///
+/// # Safety
+/// As [`key_op`].
 unsafe fn unobserve_op(
     client: *const statestore_client,
     key: *const u8,
     key_len: usize,
 ) -> Result<Call<(), ()>> {
     let unobserve = |client: Client, key| async move { client.unobserve(key).await };
+    // SAFETY: `key` as `key_op` requires (this function's contract).
     unsafe { key_op(client, key, key_len, "key", unobserve, |()| ()) }
 }
 
@@ -166,7 +178,8 @@ unsafe fn unobserve_op(
 /// `*observation` with `statestore_observation_free()`.
 ///
 /// # Safety
-/// `key` valid for `key_len` bytes, `observation` valid for a write.
+/// `key` points to `key_len` readable bytes; `observation` is NULL or points to writable
+/// storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_observe(
     client: *const statestore_client,
@@ -174,8 +187,13 @@ pub unsafe extern "C" fn statestore_observe(
     key_len: usize,
     observation: *mut *mut statestore_observation,
 ) -> statestore_status {
-    unsafe { Reply::required(observation, "observation") }
-        .run(|| unsafe { observe_op(client, key, key_len) })
+    // SAFETY: `observation` is NULL or writable during this call (this function's contract).
+    let observation = unsafe { Out::new(observation) };
+    Reply::required(observation, "observation").run(|| {
+        // SAFETY: `key` is as `observe_op` requires (this function's contract), and it reads
+        // it before `run` returns.
+        unsafe { observe_op(client, key, key_len) }
+    })
 }
 
 /// Completion of `statestore_observe_async()`: on success the callback owns `observation`
@@ -192,7 +210,8 @@ pub type statestore_observe_cb = Option<
 /// `statestore_observe()` without blocking.
 ///
 /// # Safety
-/// As `statestore_observe()`.
+/// `key` as for `statestore_observe()`; `callback` may be called with `user_data` on a
+/// library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_observe_async(
     client: *const statestore_client,
@@ -201,7 +220,14 @@ pub unsafe extern "C" fn statestore_observe_async(
     callback: statestore_observe_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::callback(callback, user_data).run(|| unsafe { observe_op(client, key, key_len) })
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    reply.run(|| {
+        // SAFETY: `key` is as `observe_op` requires (this function's contract), and it copies
+        // it before `run` returns.
+        unsafe { observe_op(client, key, key_len) }
+    })
 }
 
 /// Stops every observation of `key` on this client (KEYNOTIFY STOP) and waits for the
@@ -209,20 +235,25 @@ pub unsafe extern "C" fn statestore_observe_async(
 /// call. The observation handles must still be freed.
 ///
 /// # Safety
-/// `key` valid for `key_len` bytes.
+/// `key` points to `key_len` readable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_unobserve(
     client: *const statestore_client,
     key: *const u8,
     key_len: usize,
 ) -> statestore_status {
-    Reply::status_only().run(|| unsafe { unobserve_op(client, key, key_len) })
+    Reply::status_only().run(|| {
+        // SAFETY: `key` is as `unobserve_op` requires (this function's contract), and it reads
+        // it before `run` returns.
+        unsafe { unobserve_op(client, key, key_len) }
+    })
 }
 
 /// `statestore_unobserve()` without blocking.
 ///
 /// # Safety
-/// As `statestore_unobserve()`.
+/// `key` as for `statestore_unobserve()`; `callback` may be called with `user_data` on a
+/// library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_unobserve_async(
     client: *const statestore_client,
@@ -231,7 +262,14 @@ pub unsafe extern "C" fn statestore_unobserve_async(
     callback: statestore_done_cb,
     user_data: *mut c_void,
 ) -> statestore_status {
-    Reply::status(callback, user_data).run(|| unsafe { unobserve_op(client, key, key_len) })
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::status(callback, user_data) };
+    reply.run(|| {
+        // SAFETY: `key` is as `unobserve_op` requires (this function's contract), and it
+        // copies it before `run` returns.
+        unsafe { unobserve_op(client, key, key_len) }
+    })
 }
 
 /// Waits up to `timeout_ms` for the next event (`timeout_ms` < 0: without limit; 0: only
@@ -243,20 +281,22 @@ pub unsafe extern "C" fn statestore_unobserve_async(
 /// to one of them.
 ///
 /// # Safety
-/// `event` must be NULL or valid for a write.
+/// `event` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_observation_next(
     observation: *const statestore_observation,
     timeout_ms: i64,
     event: *mut *mut statestore_event,
 ) -> statestore_status {
+    // SAFETY: `event` is NULL or writable during this call (this function's contract).
+    let event = unsafe { Out::new(event) };
     entry(|| {
-        unsafe { util::out_ptr(event, "event") }?;
+        event.clear("event")?;
         let stream = OBSERVATIONS.get(observation, "observation")?;
         let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
         match stream.next_timeout(timeout)? {
             Some(next) => {
-                unsafe { event.write(owned_event(next).into_raw()) };
+                event.set(owned_event(next).into_raw());
                 Ok(())
             }
             None => Err(Error::Timeout(timeout.unwrap_or_default())),
@@ -270,16 +310,42 @@ pub unsafe extern "C" fn statestore_observation_next(
 pub type statestore_event_cb =
     Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const statestore_event)>;
 
-/// Calls the C callback with NULL when the stream drops its sink: the end, exactly once.
+/// An observation's C callback: gets each event, then NULL when the stream drops its sink
+/// (the end, exactly once).
 struct Sink {
     callback: unsafe extern "C" fn(*mut c_void, *const statestore_event),
     user: UserData,
 }
 
+impl Sink {
+    /// # Safety
+    /// `callback` may be called with `user_data` on any library thread, one call at a time
+    /// (the contract of `statestore_observation_set_callback()`).
+    unsafe fn new(
+        callback: unsafe extern "C" fn(*mut c_void, *const statestore_event),
+        user_data: *mut c_void,
+    ) -> Self {
+        Self {
+            callback,
+            user: UserData(user_data),
+        }
+    }
+
+    /// Calls the callback with `event` (NULL: the end).
+    fn call(&self, event: *const statestore_event) {
+        let (callback, user) = (self.callback, self.user);
+        run_callback(|| {
+            // SAFETY: `Sink::new`'s caller promised that `callback` may be called with
+            // `user_data` here; `event` is NULL or borrowed from the caller for this call,
+            // which the stream makes one at a time.
+            unsafe { callback(user.get(), event) }
+        });
+    }
+}
+
 impl Drop for Sink {
     fn drop(&mut self) {
-        let (callback, user) = (self.callback, self.user);
-        run_callback(|| unsafe { callback(user.get(), std::ptr::null()) });
+        self.call(std::ptr::null());
     }
 }
 
@@ -292,7 +358,7 @@ impl Drop for Sink {
 /// `statestore_observation_free()`.
 ///
 /// # Safety
-/// `callback` must be safe to call from another thread with `user_data`.
+/// `callback` may be called with `user_data` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_observation_set_callback(
     observation: *const statestore_observation,
@@ -302,33 +368,31 @@ pub unsafe extern "C" fn statestore_observation_set_callback(
     entry(|| {
         let callback = callback.ok_or_else(|| null("callback"))?;
         let stream = OBSERVATIONS.get(observation, "observation")?;
-        let sink = Sink {
-            callback,
-            user: UserData(user_data),
-        };
-        set_sink(&stream, sink)
+        // SAFETY: `callback` may be called with `user_data` on a library thread (this
+        // function's contract).
+        let sink = unsafe { Sink::new(callback, user_data) };
+        stream.set_sink(move |event| {
+            let owned = owned_event(event);
+            sink.call(&owned.view);
+        });
+        Ok(())
     })
-}
-
-fn set_sink(stream: &EventStream, sink: Sink) -> Result<()> {
-    stream.set_sink(move |event| {
-        let sink = &sink;
-        let owned = owned_event(event);
-        run_callback(|| unsafe { (sink.callback)(sink.user.get(), &owned.view) });
-    });
-    Ok(())
 }
 
 /// The observed key, borrowed until the observation is freed.
 ///
 /// # Safety
-/// `key` and `key_len` must be valid for writes.
+/// `key` and `key_len` are NULL or point to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_observation_key(
     observation: *const statestore_observation,
     key: *mut *const u8,
     key_len: *mut usize,
 ) -> statestore_status {
+    // SAFETY: `key` is NULL or writable during this call (this function's contract).
+    let key = unsafe { Out::new(key) };
+    // SAFETY: `key_len` is NULL or writable during this call (this function's contract).
+    let key_len = unsafe { Out::new(key_len) };
     entry(|| {
         let stream = OBSERVATIONS.get(observation, "observation")?;
         if key.is_null() {
@@ -336,9 +400,8 @@ pub unsafe extern "C" fn statestore_observation_key(
         }
         // The stream lives as long as the handle, so its key does too.
         let bytes: &Bytes = stream.key();
-        let pointer = bytes.as_ptr();
-        unsafe { util::put(key_len, "key_len", bytes.len()) }?;
-        unsafe { key.write(pointer) };
+        key_len.put("key_len", bytes.len())?;
+        key.set(bytes.as_ptr());
         Ok(())
     })
 }
@@ -346,11 +409,8 @@ pub unsafe extern "C" fn statestore_observation_key(
 /// Ends the observation: waiters get `STATESTORE_ERR_CLOSED`, the callback its final NULL
 /// call; the service is told to stop notifying once no observation of the key remains.
 /// The handle stays valid until `statestore_observation_free()`.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_observation_close(
+pub extern "C" fn statestore_observation_close(
     observation: *const statestore_observation,
 ) -> statestore_status {
     entry(|| {
@@ -361,11 +421,8 @@ pub unsafe extern "C" fn statestore_observation_close(
 
 /// Ends the observation (see `statestore_observation_close()`) and frees the handle. NULL
 /// does nothing.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_observation_free(
+pub extern "C" fn statestore_observation_free(
     observation: *mut statestore_observation,
 ) -> statestore_status {
     entry(|| {
@@ -374,4 +431,99 @@ pub unsafe extern "C" fn statestore_observation_free(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use statestore_core::lease::{LeaderEvent, Loss, LossReason};
+    use statestore_core::{Hlc, KeyEvent};
+
+    use super::*;
+
+    /// `len` bytes at `data`, or `None` for NULL.
+    ///
+    /// # Safety
+    /// `data` is NULL or valid for reads of `len` bytes.
+    unsafe fn read(data: *const u8, len: usize) -> Option<Vec<u8>> {
+        // SAFETY: the caller's promise.
+        (!data.is_null()).then(|| unsafe { std::slice::from_raw_parts(data, len) }.to_vec())
+    }
+
+    /// An event as C reads it: kind, key, value, holder, loss reason, whether a loss message
+    /// is present.
+    type Parts = (i32, Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>, i32, bool);
+
+    /// Makes the event's C form, reads every part of it as C does, and frees it.
+    fn round_trip(event: Event) -> Parts {
+        let raw = owned_event(event).into_raw();
+        // SAFETY: an event the library just made, not yet freed.
+        let view = unsafe { &*raw };
+        // SAFETY: the view's pointers point into the event.
+        let key = unsafe { read(view.key, view.key_len) }.unwrap();
+        // SAFETY: as above.
+        let value = unsafe { read(view.value, view.value_len) };
+        // SAFETY: as above.
+        let holder = unsafe { read(view.holder, view.holder_len) };
+        assert_eq!(view.has_value, value.is_some());
+        assert_eq!(view.has_holder, holder.is_some());
+        // SAFETY: NULL or a NUL-terminated string inside the event.
+        let has_message = !view.loss_message.is_null()
+            && !unsafe { std::ffi::CStr::from_ptr(view.loss_message) }.is_empty();
+        if !view.version.is_null() {
+            // SAFETY: a NUL-terminated string inside the event.
+            let version = unsafe { std::ffi::CStr::from_ptr(view.version) };
+            assert!(version.to_str().unwrap().parse::<Hlc>().is_ok());
+        }
+        let parts = (view.kind, key, value, holder, view.loss_reason, has_message);
+        // SAFETY: made by the library, freed once.
+        unsafe { statestore_event_free(raw) };
+        parts
+    }
+
+    #[test]
+    fn an_event_points_into_itself_until_freed() {
+        let key = Bytes::from_static(b"k");
+        let version = Hlc {
+            wall_ms: 1_700_000_000_000,
+            counter: 0,
+            node: "n".into(),
+        };
+        let set = Event::from_key_event(
+            key.clone(),
+            KeyEvent::Set {
+                value: Bytes::from_static(b"v"),
+                version: Some(version),
+            },
+        );
+        assert_eq!(
+            round_trip(set),
+            (1, b"k".to_vec(), Some(b"v".to_vec()), None, 0, false)
+        );
+        let empty = Event::from_key_event(
+            key.clone(),
+            KeyEvent::Set {
+                value: Bytes::new(),
+                version: None,
+            },
+        );
+        assert_eq!(
+            round_trip(empty),
+            (1, b"k".to_vec(), Some(Vec::new()), None, 0, false),
+            "an empty value is present, with a non-NULL pointer"
+        );
+        let elected = Event::from_leader_event(
+            key.clone(),
+            LeaderEvent::Elected {
+                leader: Bytes::from_static(b"me"),
+            },
+        );
+        assert_eq!(
+            round_trip(elected),
+            (4, b"k".to_vec(), None, Some(b"me".to_vec()), 0, false)
+        );
+        let lost = Event::from_loss(key, Loss::new(LossReason::TakenOver));
+        assert_eq!(round_trip(lost), (6, b"k".to_vec(), None, None, 2, true));
+        // SAFETY: NULL does nothing.
+        unsafe { statestore_event_free(std::ptr::null_mut()) };
+    }
 }

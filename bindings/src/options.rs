@@ -8,7 +8,7 @@ use statestore_core::bindings::OptionValue;
 use statestore_core::{ConnectOptions, Result};
 
 use crate::status::{entry, statestore_status};
-use crate::util::{self, Handles};
+use crate::util::{self, Handles, Out};
 
 /// Connection settings. Create with `statestore_options_new()` or
 /// `statestore_options_from_env()`, adjust with the setters, pass to `statestore_connect()`
@@ -27,14 +27,13 @@ pub(crate) struct Settings {
 
 pub(crate) static OPTIONS: Handles<Mutex<Settings>> = Handles::new(2, "statestore_options");
 
-fn new_options(connect: ConnectOptions, out: *mut *mut statestore_options) -> Result<()> {
-    unsafe { util::out_ptr(out, "options") }?;
+/// A new options handle for `connect`, written to `out`.
+fn new_options(connect: ConnectOptions, out: &Out<*mut statestore_options>) {
     let settings = Settings {
         connect,
         inline_callbacks: false,
     };
-    unsafe { out.write(OPTIONS.insert(Arc::new(Mutex::new(settings)))) };
-    Ok(())
+    out.set(OPTIONS.insert(Arc::new(Mutex::new(settings))));
 }
 
 /// The settings behind `options`, for the duration of `f`.
@@ -72,11 +71,8 @@ pub enum statestore_callback_mode {
 /// order, and must not block (see `STATESTORE_CALLBACKS_INLINE`). The update function of
 /// `statestore_lock_update_async()`, observation callbacks and the callback of
 /// `statestore_connect_async()` always run on the dispatcher thread.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_options_set_callback_mode(
+pub extern "C" fn statestore_options_set_callback_mode(
     options: *mut statestore_options,
     mode: i32,
 ) -> statestore_status {
@@ -102,12 +98,18 @@ pub unsafe extern "C" fn statestore_options_set_callback_mode(
 /// doubling up to 60 s.
 ///
 /// # Safety
-/// `options` must be NULL or valid for a write.
+/// `options` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_new(
     options: *mut *mut statestore_options,
 ) -> statestore_status {
-    entry(|| new_options(ConnectOptions::default(), options))
+    // SAFETY: `options` is NULL or writable during this call (this function's contract).
+    let options = unsafe { Out::new(options) };
+    entry(|| {
+        options.clear("options")?;
+        new_options(ConnectOptions::default(), &options);
+        Ok(())
+    })
 }
 
 /// New options from the environment that Azure IoT Operations gives a pod: `AIO_BROKER_HOSTNAME`,
@@ -116,25 +118,23 @@ pub unsafe extern "C" fn statestore_options_new(
 /// `STATESTORE_ERR_INVALID_ARGUMENT` naming it.
 ///
 /// # Safety
-/// `options` must be NULL or valid for a write.
+/// `options` is NULL or points to writable storage.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_from_env(
     options: *mut *mut statestore_options,
 ) -> statestore_status {
+    // SAFETY: `options` is NULL or writable during this call (this function's contract).
+    let options = unsafe { Out::new(options) };
     entry(|| {
-        unsafe { util::out_ptr(options, "options") }?;
-        new_options(ConnectOptions::from_env()?, options)
+        options.clear("options")?;
+        new_options(ConnectOptions::from_env()?, &options);
+        Ok(())
     })
 }
 
 /// Frees options. NULL does nothing.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_options_free(
-    options: *mut statestore_options,
-) -> statestore_status {
+pub extern "C" fn statestore_options_free(options: *mut statestore_options) -> statestore_status {
     entry(|| OPTIONS.remove(options, "options").map(drop))
 }
 
@@ -146,12 +146,17 @@ fn set(options: *mut statestore_options, name: &str, value: OptionValue) -> stat
     entry(|| apply(options, name, value))
 }
 
-fn set_text(
+/// Sets the option `name` from the C string argument of the same name.
+///
+/// # Safety
+/// `value` is NULL or NUL-terminated (as [`util::string`] requires).
+unsafe fn set_text(
     options: *mut statestore_options,
     name: &str,
     value: *const c_char,
 ) -> statestore_status {
     entry(|| {
+        // SAFETY: `value` is NULL or NUL-terminated (this function's contract).
         let text = unsafe { util::string(value, name) }?;
         apply(options, name, OptionValue::Str(text))
     })
@@ -174,7 +179,7 @@ fn set_ms(options: *mut statestore_options, name: &str, ms: u64) -> statestore_s
 /// value fails with `STATESTORE_ERR_INVALID_ARGUMENT` naming it.
 ///
 /// # Safety
-/// `name` and `value` must be NULL or NUL-terminated strings.
+/// `name` and `value` are NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_set(
     options: *mut statestore_options,
@@ -182,7 +187,9 @@ pub unsafe extern "C" fn statestore_options_set(
     value: *const c_char,
 ) -> statestore_status {
     entry(|| {
+        // SAFETY: `name` is NULL or NUL-terminated (this function's contract).
         let name = unsafe { util::string(name, "name") }?;
+        // SAFETY: `value` is NULL or NUL-terminated (this function's contract).
         let text = unsafe { util::string(value, "value") }?;
         apply(options, &name, OptionValue::Str(text))
     })
@@ -191,21 +198,19 @@ pub unsafe extern "C" fn statestore_options_set(
 /// Sets the broker host name or address.
 ///
 /// # Safety
-/// `host` must be NULL or a NUL-terminated string.
+/// `host` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_set_host(
     options: *mut statestore_options,
     host: *const c_char,
 ) -> statestore_status {
-    set_text(options, "host", host)
+    // SAFETY: `host` is NULL or NUL-terminated (this function's contract).
+    unsafe { set_text(options, "host", host) }
 }
 
 /// Sets the broker TCP port.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_options_set_port(
+pub extern "C" fn statestore_options_set_port(
     options: *mut statestore_options,
     port: u16,
 ) -> statestore_status {
@@ -215,21 +220,19 @@ pub unsafe extern "C" fn statestore_options_set_port(
 /// Sets the MQTT client id (no `+`, `#`); generated when never set.
 ///
 /// # Safety
-/// `client_id` must be NULL or a NUL-terminated string.
+/// `client_id` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_set_client_id(
     options: *mut statestore_options,
     client_id: *const c_char,
 ) -> statestore_status {
-    set_text(options, "client_id", client_id)
+    // SAFETY: `client_id` is NULL or NUL-terminated (this function's contract).
+    unsafe { set_text(options, "client_id", client_id) }
 }
 
 /// Sets the MQTT keep-alive (5 s to 65535 s).
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_options_set_keep_alive_ms(
+pub extern "C" fn statestore_options_set_keep_alive_ms(
     options: *mut statestore_options,
     keep_alive_ms: u64,
 ) -> statestore_status {
@@ -237,11 +240,8 @@ pub unsafe extern "C" fn statestore_options_set_keep_alive_ms(
 }
 
 /// Sets how long the broker keeps the session after a disconnect (whole seconds count).
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_options_set_session_expiry_ms(
+pub extern "C" fn statestore_options_set_session_expiry_ms(
     options: *mut statestore_options,
     session_expiry_ms: u64,
 ) -> statestore_status {
@@ -249,11 +249,8 @@ pub unsafe extern "C" fn statestore_options_set_session_expiry_ms(
 }
 
 /// Whether the first connection starts a clean session.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_options_set_clean_start(
+pub extern "C" fn statestore_options_set_clean_start(
     options: *mut statestore_options,
     clean_start: bool,
 ) -> statestore_status {
@@ -261,11 +258,8 @@ pub unsafe extern "C" fn statestore_options_set_clean_start(
 }
 
 /// Turns TLS on (with the system's root certificates unless a CA file is set) or off.
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_options_set_tls(
+pub extern "C" fn statestore_options_set_tls(
     options: *mut statestore_options,
     tls: bool,
 ) -> statestore_status {
@@ -275,82 +269,85 @@ pub unsafe extern "C" fn statestore_options_set_tls(
 /// Sets the PEM file of the CA certificates that validate the broker (turns TLS on).
 ///
 /// # Safety
-/// `path` must be NULL or a NUL-terminated string.
+/// `path` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_set_ca_file(
     options: *mut statestore_options,
     path: *const c_char,
 ) -> statestore_status {
-    set_text(options, "ca_file", path)
+    // SAFETY: `path` is NULL or NUL-terminated (this function's contract).
+    unsafe { set_text(options, "ca_file", path) }
 }
 
 /// Sets the client certificate chain (PEM) for X.509 authentication (with a key file).
 ///
 /// # Safety
-/// `path` must be NULL or a NUL-terminated string.
+/// `path` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_set_cert_file(
     options: *mut statestore_options,
     path: *const c_char,
 ) -> statestore_status {
-    set_text(options, "cert_file", path)
+    // SAFETY: `path` is NULL or NUL-terminated (this function's contract).
+    unsafe { set_text(options, "cert_file", path) }
 }
 
 /// Sets the private key (unencrypted PEM) of the client certificate.
 ///
 /// # Safety
-/// `path` must be NULL or a NUL-terminated string.
+/// `path` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_set_key_file(
     options: *mut statestore_options,
     path: *const c_char,
 ) -> statestore_status {
-    set_text(options, "key_file", path)
+    // SAFETY: `path` is NULL or NUL-terminated (this function's contract).
+    unsafe { set_text(options, "key_file", path) }
 }
 
 /// Sets the MQTT username.
 ///
 /// # Safety
-/// `username` must be NULL or a NUL-terminated string.
+/// `username` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_set_username(
     options: *mut statestore_options,
     username: *const c_char,
 ) -> statestore_status {
-    set_text(options, "username", username)
+    // SAFETY: `username` is NULL or NUL-terminated (this function's contract).
+    unsafe { set_text(options, "username", username) }
 }
 
 /// Sets the MQTT password (needs a username).
 ///
 /// # Safety
-/// `password` must be NULL or a NUL-terminated string.
+/// `password` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_set_password(
     options: *mut statestore_options,
     password: *const c_char,
 ) -> statestore_status {
-    set_text(options, "password", password)
+    // SAFETY: `password` is NULL or NUL-terminated (this function's contract).
+    unsafe { set_text(options, "password", password) }
 }
 
 /// Authenticates with a Kubernetes service-account token (`K8S-SAT`) read from `path`; the
 /// file is watched and a new token makes the client reconnect with it.
 ///
 /// # Safety
-/// `path` must be NULL or a NUL-terminated string.
+/// `path` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn statestore_options_set_sat_token_file(
     options: *mut statestore_options,
     path: *const c_char,
 ) -> statestore_status {
-    set_text(options, "sat_token_file", path)
+    // SAFETY: `path` is NULL or NUL-terminated (this function's contract).
+    unsafe { set_text(options, "sat_token_file", path) }
 }
 
 /// Sets the timeout of calls that do not set their own, and of connecting (positive).
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_options_set_default_timeout_ms(
+pub extern "C" fn statestore_options_set_default_timeout_ms(
     options: *mut statestore_options,
     timeout_ms: u64,
 ) -> statestore_status {
@@ -359,11 +356,8 @@ pub unsafe extern "C" fn statestore_options_set_default_timeout_ms(
 
 /// Sets the reconnect backoff: the first delay, doubling (with jitter) up to the maximum
 /// (`0 < initial_ms <= max_ms`).
-///
-/// # Safety
-/// No pointer is dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn statestore_options_set_reconnect_backoff_ms(
+pub extern "C" fn statestore_options_set_reconnect_backoff_ms(
     options: *mut statestore_options,
     initial_ms: u64,
     max_ms: u64,
@@ -389,4 +383,51 @@ pub unsafe extern "C" fn statestore_options_set_reconnect_backoff_ms(
             Ok(())
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::last_error;
+    use crate::status::statestore_status::{STATESTORE_ERR_INVALID_ARGUMENT, STATESTORE_OK};
+
+    #[test]
+    fn options_are_made_set_and_freed_through_the_c_functions() {
+        let mut options: *mut statestore_options = std::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: a local, valid for a write.
+        let status = unsafe { statestore_options_new(&mut options) };
+        assert_eq!(status, STATESTORE_OK);
+        // SAFETY: a handle and a NUL-terminated string.
+        let status = unsafe { statestore_options_set_host(options, c"broker.example".as_ptr()) };
+        assert_eq!(status, STATESTORE_OK);
+        assert_eq!(statestore_options_set_port(options, 8883), STATESTORE_OK);
+        // SAFETY: NUL-terminated strings.
+        let status =
+            unsafe { statestore_options_set(options, c"keep_alive".as_ptr(), c"30s".as_ptr()) };
+        assert_eq!(status, STATESTORE_OK);
+        // SAFETY: NUL-terminated strings.
+        let status =
+            unsafe { statestore_options_set(options, c"keep_alive".as_ptr(), c"soon".as_ptr()) };
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("keep_alive"), "{}", last_error());
+        // SAFETY: NULL is refused before any read.
+        let status = unsafe { statestore_options_set_host(options, std::ptr::null()) };
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("host is NULL"), "{}", last_error());
+        let (host, port, keep_alive) = with_settings(options, |settings| {
+            let connect = &settings.connect;
+            Ok((connect.host.clone(), connect.port, connect.keep_alive))
+        })
+        .unwrap();
+        assert_eq!((host.as_str(), port), ("broker.example", 8883));
+        assert_eq!(keep_alive, Duration::from_secs(30));
+        assert_eq!(statestore_options_free(options), STATESTORE_OK);
+        let status = statestore_options_free(options);
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("already freed"), "{}", last_error());
+        // SAFETY: NULL is refused before any write.
+        let status = unsafe { statestore_options_new(std::ptr::null_mut()) };
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("options is NULL"), "{}", last_error());
+    }
 }

@@ -12,7 +12,7 @@ use statestore_core::{Error, Result};
 
 use crate::client::{run_callback, ClientState, Owned};
 use crate::status::{c_string, entry, statestore_status};
-use crate::util::{null, UserData};
+use crate::util::{null, Out, UserData};
 
 /// The value of an out-parameter or a callback argument when there is no result.
 pub(crate) trait Blank {
@@ -127,7 +127,8 @@ impl ToC for () {
 }
 
 /// An `_async` call's C callback and its user data, as one closure of status, message and
-/// result.
+/// result. Only [`Callback::deliver`] calls the closure (the field is private to this
+/// module), with a message and a result that stay valid during the call.
 pub(crate) struct Callback<A>(Box<dyn FnOnce(statestore_status, *const c_char, A) + Send>);
 
 impl<A: Blank> Callback<A> {
@@ -154,8 +155,8 @@ impl<A: Blank> Callback<A> {
 /// How an entry point reports a result: through an out-parameter once the call is done
 /// (blocking), or to a callback on a library thread (`_async`).
 pub(crate) enum Reply<R: ToC> {
-    /// Block; write the result through the pointer unless it is NULL.
-    Wait(*mut R::Out),
+    /// Block; write the result through the out-parameter unless it is NULL.
+    Wait(Out<R::Out>),
     /// Return at once; the callback gets the result.
     Call(Callback<R::Arg>),
     /// An argument of the reply itself was refused (a NULL callback or out-parameter).
@@ -173,51 +174,54 @@ pub(crate) type CStatusCallback =
 impl<R: ToC> Reply<R> {
     /// Blocking; `out` may be NULL (the result is then dropped). Cleared first, so that a
     /// failed call leaves NULL behind.
-    ///
-    /// # Safety
-    /// `out` must be NULL or valid for a write.
-    pub(crate) unsafe fn optional(out: *mut R::Out) -> Self {
-        if !out.is_null() {
-            unsafe { out.write(Blank::blank()) };
-        }
+    pub(crate) fn optional(out: Out<R::Out>) -> Self {
+        out.set(Blank::blank());
         Self::Wait(out)
     }
 
     /// Blocking; `out` (the argument `name`) may not be NULL.
-    ///
-    /// # Safety
-    /// As [`Reply::optional`].
-    pub(crate) unsafe fn required(out: *mut R::Out, name: &str) -> Self {
+    pub(crate) fn required(out: Out<R::Out>, name: &str) -> Self {
         if out.is_null() {
             return Self::Refused(null(name));
         }
-        unsafe { Self::optional(out) }
+        Self::optional(out)
     }
 
     /// Blocking, for calls whose only result is their status.
     pub(crate) fn status_only() -> Self {
-        Self::Wait(std::ptr::null_mut())
+        Self::Wait(Out::none())
     }
 
     /// `_async`: `callback` gets the status, the message and the result.
-    pub(crate) fn callback(callback: CCallback<R::Arg>, user_data: *mut c_void) -> Self {
+    ///
+    /// # Safety
+    /// `callback` is NULL, or may be called once with `user_data` from a library thread (the
+    /// contract every `_async` function passes on to C).
+    pub(crate) unsafe fn callback(callback: CCallback<R::Arg>, user_data: *mut c_void) -> Self {
         let Some(callback) = callback else {
             return Self::Refused(null("callback"));
         };
         let user = UserData(user_data);
-        Self::Call(Callback(Box::new(move |status, message, arg| unsafe {
-            callback(user.get(), status, message, arg)
+        Self::Call(Callback(Box::new(move |status, message, arg| {
+            // SAFETY: the caller of `Reply::callback` promised that `callback` may be called
+            // with `user_data` from this thread; `deliver` keeps `message` and `arg` valid.
+            unsafe { callback(user.get(), status, message, arg) }
         })))
     }
 
     /// `_async`: `callback` gets the status and the message only.
-    pub(crate) fn status(callback: CStatusCallback, user_data: *mut c_void) -> Self {
+    ///
+    /// # Safety
+    /// As [`Reply::callback`].
+    pub(crate) unsafe fn status(callback: CStatusCallback, user_data: *mut c_void) -> Self {
         let Some(callback) = callback else {
             return Self::Refused(null("callback"));
         };
         let user = UserData(user_data);
-        Self::Call(Callback(Box::new(move |status, message, _| unsafe {
-            callback(user.get(), status, message)
+        Self::Call(Callback(Box::new(move |status, message, _| {
+            // SAFETY: the caller of `Reply::status` promised that `callback` may be called
+            // with `user_data` from this thread; `deliver` keeps `message` valid.
+            unsafe { callback(user.get(), status, message) }
         })))
     }
 
@@ -307,8 +311,10 @@ impl<T: Send + 'static, R: ToC + 'static> Call<T, R> {
                     Runner::Detached => Pending::spawn(self.future).wait(),
                 }?;
                 let value = (self.convert)(result);
+                // Converted to its C form only for a caller who takes it, so that a result
+                // nobody asked for is dropped, not leaked.
                 if !out.is_null() {
-                    unsafe { out.write(value.into_out()) };
+                    out.set(value.into_out());
                 }
                 Ok(())
             }
@@ -330,5 +336,119 @@ impl<T: Send + 'static, R: ToC + 'static> Call<T, R> {
                 Pending::spawn(self.future).on_complete(move |result| run_callback(|| done(result)))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::client::{statestore_value, statestore_value_free, value_of, OwnedValue};
+
+    /// What a C callback saw.
+    #[derive(Debug, Default, PartialEq)]
+    struct Seen {
+        calls: u32,
+        status: i32,
+        message: Option<String>,
+        value: Option<Vec<u8>>,
+    }
+
+    /// A C callback that copies what it is given into the `Seen` behind `user`.
+    unsafe extern "C" fn record(
+        user: *mut c_void,
+        status: statestore_status,
+        message: *const c_char,
+        value: *const statestore_value,
+    ) {
+        // SAFETY: the tests pass a live `Seen` as user data, used by nothing else meanwhile.
+        let seen = unsafe { &mut *user.cast::<Seen>() };
+        seen.calls += 1;
+        seen.status = status as i32;
+        seen.message = (!message.is_null()).then(|| {
+            // SAFETY: not NULL, so a NUL-terminated message borrowed for this call.
+            let text = unsafe { CStr::from_ptr(message) };
+            text.to_string_lossy().into_owned()
+        });
+        // SAFETY: NULL or a value borrowed for this call.
+        seen.value = unsafe { value.as_ref() }.map(|value| {
+            // SAFETY: a value's `data` points to its `len` bytes.
+            unsafe { std::slice::from_raw_parts(value.data, value.len) }.to_vec()
+        });
+    }
+
+    fn delivered(result: Result<Option<OwnedValue>>) -> Seen {
+        let mut seen = Seen::default();
+        let user: *mut Seen = &mut seen;
+        // SAFETY: `record` may be called with this user data on this thread, where
+        // `deliver` calls it.
+        let reply = unsafe { Reply::<Option<OwnedValue>>::callback(Some(record), user.cast()) };
+        let Reply::Call(callback) = reply else {
+            panic!("a callback reply");
+        };
+        callback.deliver(result);
+        seen
+    }
+
+    #[test]
+    fn a_callback_borrows_the_result_for_its_call() {
+        let value = value_of(Bytes::from_static(b"blue"), None);
+        let ok = delivered(Ok(Some(value)));
+        assert_eq!(
+            (ok.calls, ok.status, ok.message, ok.value.as_deref()),
+            (1, 0, None, Some(&b"blue"[..]))
+        );
+        let absent = delivered(Ok(None));
+        assert_eq!((absent.calls, absent.status, absent.value), (1, 0, None));
+        let failed = delivered(Err(Error::Timeout(Duration::from_millis(5))));
+        assert_eq!(failed.calls, 1);
+        assert_eq!(
+            failed.status,
+            statestore_status::STATESTORE_ERR_TIMEOUT as i32
+        );
+        assert!(failed.message.is_some_and(|m| !m.is_empty()) && failed.value.is_none());
+    }
+
+    #[test]
+    fn reply_arguments_are_checked_and_out_parameters_cleared() {
+        let mut out: *mut statestore_value = std::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: a local that nothing else touches while `reply` is used.
+        let reply = Reply::<Option<OwnedValue>>::optional(unsafe { Out::new(&mut out) });
+        assert!(out.is_null(), "cleared, so that a failed call leaves NULL");
+        assert!(matches!(reply, Reply::Wait(_)));
+        let refused = Reply::<Option<OwnedValue>>::required(Out::none(), "value");
+        let error = refused.accepted().err().unwrap().to_string();
+        assert!(error.contains("value is NULL"), "{error}");
+        // SAFETY: NULL, which is refused.
+        let refused = unsafe { Reply::<Option<OwnedValue>>::callback(None, std::ptr::null_mut()) };
+        let error = refused.accepted().err().unwrap().to_string();
+        assert!(error.contains("callback is NULL"), "{error}");
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "runs on the library's runtime, whose threads set their signal mask through \
+                  libc calls that Miri cannot run"
+    )]
+    fn a_blocking_call_writes_its_result_through_the_out_parameter() {
+        let mut out: *mut statestore_value = std::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: a local that nothing else touches while `reply` is used.
+        let reply = Reply::<Option<OwnedValue>>::optional(unsafe { Out::new(&mut out) });
+        let call = Call::detached(async { Ok(Bytes::from_static(b"red")) }, |value| {
+            Some(value_of(value, None))
+        });
+        call.finish(reply).unwrap();
+        // SAFETY: the value the call wrote, not yet freed.
+        let value = unsafe { &*out };
+        // SAFETY: a value's `data` points to its `len` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(value.data, value.len) };
+        assert_eq!(bytes, b"red");
+        // SAFETY: the library's value, freed once.
+        unsafe { statestore_value_free(out) };
     }
 }

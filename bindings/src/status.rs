@@ -257,3 +257,50 @@ pub extern "C" fn statestore_last_error_message() -> *const c_char {
         .try_with(|last| last.borrow().as_ptr())
         .unwrap_or(c"".as_ptr())
 }
+
+/// The calling thread's last error message, as C reads it.
+#[cfg(test)]
+pub(crate) fn last_error() -> String {
+    // SAFETY: the library's own NUL-terminated string, valid until the next failing call on
+    // this thread.
+    unsafe { std::ffi::CStr::from_ptr(statestore_last_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+
+    use super::*;
+
+    #[test]
+    fn a_panic_in_an_entry_point_is_an_internal_error() {
+        let status = entry(|| panic!("boom"));
+        assert_eq!(status, STATESTORE_ERR_INTERNAL);
+        let message = last_error();
+        assert!(
+            message.contains("a bug in libstatestore): boom"),
+            "{message}"
+        );
+        let status = entry(|| Err(Error::InvalidArgument("key\0 is bad".into())));
+        assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
+        assert!(last_error().ends_with("key? is bad"), "{}", last_error());
+    }
+
+    #[test]
+    fn status_names_and_descriptions_are_static_strings() {
+        let read = |text: *const c_char| {
+            // SAFETY: the library's static NUL-terminated strings.
+            unsafe { CStr::from_ptr(text) }.to_str().unwrap().to_owned()
+        };
+        for status in ALL {
+            assert!(!read(statestore_status_name(status as i32)).is_empty());
+            assert!(!read(statestore_status_description(status as i32)).is_empty());
+        }
+        assert_eq!(read(statestore_status_name(0)), "OK");
+        assert_eq!(read(statestore_status_name(-1)), "UNKNOWN");
+        assert_eq!(read(statestore_status_description(-1)), "unknown status");
+        assert_eq!(read(crate::statestore_version()), env!("CARGO_PKG_VERSION"));
+    }
+}

@@ -191,4 +191,66 @@ mod tests {
         }
         assert!(table.is_empty());
     }
+
+    #[test]
+    fn a_removed_value_lives_only_as_long_as_its_holders() {
+        let table = HandleTable::new();
+        let value = Arc::new(String::from("client"));
+        let id = table.insert(value.clone());
+        let held = table.get(id).expect("live");
+        assert_eq!(
+            Arc::strong_count(&value),
+            3,
+            "the caller, the table and a holder"
+        );
+        let removed = table.remove(id).expect("live");
+        assert_eq!(
+            Arc::strong_count(&value),
+            3,
+            "the table's share moved to the remover"
+        );
+        drop((held, removed));
+        assert_eq!(
+            Arc::strong_count(&value),
+            1,
+            "the table keeps nothing of a freed handle"
+        );
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn ids_stay_unique_while_threads_insert_and_remove_at_once() {
+        let table = Arc::new(HandleTable::new());
+        let threads: Vec<_> = (0..4u32)
+            .map(|thread| {
+                let table = table.clone();
+                std::thread::spawn(move || {
+                    let mut kept = Vec::new();
+                    for round in 0..16u32 {
+                        let value = thread * 100 + round;
+                        let id = table.insert(Arc::new(value));
+                        assert_eq!(table.get(id).as_deref(), Some(&value));
+                        if round % 2 == 0 {
+                            assert_eq!(table.remove(id).as_deref(), Some(&value));
+                            assert!(table.get(id).is_none(), "a freed id matched again");
+                        } else {
+                            kept.push((id, value));
+                        }
+                    }
+                    kept
+                })
+            })
+            .collect();
+        let kept: Vec<(u64, u32)> = threads
+            .into_iter()
+            .flat_map(|thread| thread.join().expect("no panic"))
+            .collect();
+        let ids: std::collections::HashSet<u64> = kept.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids.len(), kept.len(), "an id given to two live values");
+        assert_eq!(table.len(), kept.len());
+        for (id, value) in kept {
+            assert_eq!(table.remove(id).as_deref(), Some(&value));
+        }
+        assert!(table.is_empty());
+    }
 }

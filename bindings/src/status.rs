@@ -2,7 +2,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::catch_unwind;
 
 use statestore_core::bindings::ErrorInfo;
 use statestore_core::{Error, ErrorCode};
@@ -183,26 +183,15 @@ pub(crate) fn fail(error: &Error) -> statestore_status {
     statestore_status::from_code(info.code)
 }
 
-/// The text of a caught panic.
-pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    let what = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
-    format!("internal error (a bug in libstatestore): {what}")
-}
-
 /// Runs the body of an exported function: no panic crosses into C, and a failure becomes a
 /// status plus the thread's last error message.
 pub(crate) fn entry(body: impl FnOnce() -> Result<(), Error>) -> statestore_status {
     if let Err(error) = refuse_in_log_callback() {
         return fail(&error);
     }
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match statestore_core::bindings::catch_panic("the call", body) {
         Ok(Ok(())) => STATESTORE_OK,
-        Ok(Err(error)) => fail(&error),
-        Err(payload) => fail(&Error::Internal(panic_text(payload))),
+        Ok(Err(error)) | Err(error) => fail(&error),
     }
 }
 
@@ -279,10 +268,7 @@ mod tests {
         let status = entry(|| panic!("boom"));
         assert_eq!(status, STATESTORE_ERR_INTERNAL);
         let message = last_error();
-        assert!(
-            message.contains("a bug in libstatestore): boom"),
-            "{message}"
-        );
+        assert!(message.contains("the call panicked: boom"), "{message}");
         let status = entry(|| Err(Error::InvalidArgument("key\0 is bad".into())));
         assert_eq!(status, STATESTORE_ERR_INVALID_ARGUMENT);
         assert!(last_error().ends_with("key? is bad"), "{}", last_error());

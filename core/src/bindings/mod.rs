@@ -58,9 +58,7 @@ pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> T) -> crate::Result<T> {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "no message".into());
-        crate::Error::Internal(format!(
-            "{what} panicked ({message}): a defect of the library, please report it"
-        ))
+        crate::Error::Internal(format!("{what} panicked: {message}"))
     })
 }
 

@@ -162,7 +162,7 @@ impl<T: Send + 'static> Drop for CompleteOnDrop<T> {
 }
 
 fn panicked() -> Error {
-    Error::Internal("the call panicked: a defect of the library, please report it".into())
+    Error::Internal("the call panicked".into())
 }
 
 /// A call of the library, completed exactly once with its result, [`Error::Cancelled`] or

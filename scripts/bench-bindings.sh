@@ -56,15 +56,17 @@ if ! command -v mosquitto >/dev/null && [ ! -x /usr/sbin/mosquitto ]; then
 fi
 
 # --- the harness
-say "building statestore-bench (release)"
-if ! timeout 1800 cargo build --release --quiet -p statestore-bench 2>"$logs/cargo-bench.log"; then
+# BENCH_CARGO_PROFILE=dev builds the harness unoptimised, for a run whose figures do not count.
+cargo_profile="${BENCH_CARGO_PROFILE:-release}"
+say "building statestore-bench ($cargo_profile)"
+if ! timeout 1800 cargo build --profile "$cargo_profile" --quiet -p statestore-bench 2>"$logs/cargo-bench.log"; then
   cat "$logs/cargo-bench.log" >&2
   say "the harness does not build"
   exit 1
 fi
 target_dir="$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-bench="$target_dir/release/statestore-bench"
+bench="$target_dir/$([ "$cargo_profile" = dev ] && echo debug || echo "$cargo_profile")/statestore-bench"
 args=()
 
 # --- Python: a venv with the package and paho-mqtt

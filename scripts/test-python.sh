@@ -80,13 +80,14 @@ PATH="$USER_PATH" "$venv/bin/pytest" -c "$root/python/pyproject.toml" --rootdir 
 
 # --- the source distribution, where no wheel fits: it builds (Rust toolchain on PATH this time)
 # and the built package works (a set and a get on the local state store of the testing wheel).
-# Its build shares the workspace's target directory, so it reuses what is compiled.
+# Its build shares the workspace's target directory, so it reuses what is compiled, and is a
+# debug build (MATURIN_PEP517_ARGS): what it checks is that the sdist builds and works.
 echo "== sdist: pip install dist/mqtt_statestore-$version.tar.gz (a source build)"
 cd "$root"
 sdist_venv="$root/target/py-sdist-venv"
 [ -x "$sdist_venv/bin/python" ] || python3 -m venv "$sdist_venv"
 start=$SECONDS
-CARGO_TARGET_DIR="$root/target" timeout 1800 "$sdist_venv/bin/pip" install -q --disable-pip-version-check \
+CARGO_TARGET_DIR="$root/target" MATURIN_PEP517_ARGS="--profile dev" timeout 1800 "$sdist_venv/bin/pip" install -q --disable-pip-version-check \
   --force-reinstall --find-links dist "dist/mqtt_statestore-$version.tar.gz" "mqtt-statestore-testing==$version"
 echo "== sdist built and installed in $((SECONDS - start)) s"
 (cd "$root/target" && timeout 60 "$sdist_venv/bin/python" - "$version" <<'PY'

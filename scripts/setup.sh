@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the tests need, idempotently: Mosquitto, qemu-user and the aarch64 cross tools
-# (apt), cargo-fuzz (crates.io).
+# Installs what the tests need, idempotently: Mosquitto (apt) and cargo-fuzz (crates.io).
 # Fast when everything is already there (no apt-get update, no cargo install).
 set -euo pipefail
 
@@ -34,11 +33,6 @@ fi
 if pgrep -x mosquitto >/dev/null 2>&1; then
   log "WARNING: a mosquitto process is already running (tests must not use port 1883)"
 fi
-
-# --- arm64 cross-building and qemu (apt): scripts/package-arm64.sh, scripts/test-arm64.sh
-# shellcheck source=lib/arm64.sh
-source "$(dirname "$0")/lib/arm64.sh"
-arm64_host_tools
 
 # --- cargo-fuzz (crates.io) -------------------------------------------------
 if cargo fuzz --version 2>/dev/null | grep -q "cargo-fuzz ${CARGO_FUZZ_VERSION}"; then

@@ -227,7 +227,7 @@ impl Completions {
 /// test suite, which checks that both reach Python as `InternalError`, an `Exception`, in the
 /// blocking and the asyncio path, never as PyO3's `PanicException` (a `BaseException`).
 #[pyfunction]
-pub fn _panicking_call(in_conversion: bool) -> Call {
+pub fn panicking_call(in_conversion: bool) -> Call {
     spawn(
         async move {
             if !in_conversion {

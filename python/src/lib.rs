@@ -95,7 +95,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
     m.add_function(wrap_pyfunction!(finalizing::exiting, m)?)?;
     m.add_function(wrap_pyfunction!(check_text, m)?)?;
-    m.add_function(wrap_pyfunction!(call::_panicking_call, m)?)?;
+    m.add_function(wrap_pyfunction!(call::panicking_call, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_set_error_factory, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;

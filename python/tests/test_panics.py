@@ -12,18 +12,18 @@ from statestore import _aio, _native
 @pytest.mark.parametrize("in_conversion", [False, True], ids=["in the call", "in the conversion"])
 def test_a_panic_is_an_internal_error_when_blocking(in_conversion: bool) -> None:
     with pytest.raises(statestore.InternalError, match="panicked: a panic injected"):
-        _native._panicking_call(in_conversion).wait()
+        _native.panicking_call(in_conversion).wait()
 
 
 @pytest.mark.parametrize("in_conversion", [False, True], ids=["in the call", "in the conversion"])
 async def test_a_panic_is_an_internal_error_when_awaited(in_conversion: bool) -> None:
     with pytest.raises(statestore.InternalError, match="panicked"):
-        await _aio.wait(_native._panicking_call(in_conversion))
+        await _aio.wait(_native.panicking_call(in_conversion))
 
 
 def test_the_error_is_an_exception() -> None:
     try:
-        _native._panicking_call(False).wait()
+        _native.panicking_call(False).wait()
     except Exception as error:  # what an application writes; PanicException would pass through
         assert isinstance(error, statestore.InternalError)
         assert "please report it" in str(error)

@@ -10,8 +10,8 @@
 # packages (mqtt-statestore-testing*) are x86_64 only. Prints the time of each step.
 # Usage: bash scripts/package-arm64.sh [build|node]: `build` makes every artefact but the Node
 # platform package; `node` packs that one, from the addon `build` made, in the napi-rs platform
-# folder that scripts/package-node.sh lays out (so `node` runs after package-node.sh, while
-# `build` needs nothing of it and runs beside it). Without an argument, both.
+# folder that scripts/package-node.sh lays out (laying it out itself when missing). Without an
+# argument, both.
 set -euo pipefail
 steps="${1:-build node}"
 cd "$(dirname "$0")/.."
@@ -100,7 +100,11 @@ fi
 if [[ " $steps " == *" node "* ]]; then
 echo "== arm64: Node platform package"
 platform=node/npm/linux-arm64-gnu
-[ -f "$platform/package.json" ] || { echo "arm64: no $platform/package.json: run scripts/package-node.sh first" >&2; exit 1; }
+if [ ! -f "$platform/package.json" ]; then
+  # napi-rs's folder for the platform, as scripts/package-node.sh lays them out.
+  (cd node && timeout 600 npm install --no-package-lock --loglevel=error --omit=optional --omit=peer)
+  (cd node && timeout 300 npx --no-install napi create-npm-dirs --npm-dir npm)
+fi
 [ -f "$out/libstatestore_node.so" ] || { echo "arm64: no addon in $out: run scripts/package-arm64.sh build first" >&2; exit 1; }
 rm -f dist/mqtt-statestore-linux-arm64-gnu-*.tgz
 addon="$platform/statestore.linux-arm64-gnu.node"

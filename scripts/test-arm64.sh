@@ -49,21 +49,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-passed=0
-failed=0
-failures=()
-mkdir -p "$work/logs"
-# run NAME TIMEOUT CMD...: one check, its output kept in $work/logs and shown on failure.
-run() {
-  local name="$1" limit="$2"
-  shift 2
-  local log="$work/logs/${name//[^A-Za-z0-9]/_}.log"
-  if timeout "$limit" "$@" >"$log" 2>&1; then
-    passed=$((passed + 1)); echo "ok   $name"; sed 's/^/    /' "$log" | tail -3
-  else
-    failed=$((failed + 1)); failures+=("$name"); echo "FAIL $name"; tail -40 "$log" | sed 's/^/    /'
-  fi
-}
+CHECK_LOGS="$work/logs"
+SHOW_TAIL=3 # what each smoke check printed (versions, values) is worth seeing
+source scripts/lib/checks.sh
 # Debian's arm64 interpreters under qemu; paths outside $ARM64_ROOT are the host's.
 qemu_root=(qemu-aarch64 -L "$ARM64_ROOT")
 
@@ -160,6 +148,4 @@ step c
 
 echo
 echo "== arm64 smoke timings: ${timings[*]}"
-if [ "$failed" -gt 0 ]; then printf 'failed: %s\n' "${failures[@]}"; fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary

@@ -39,26 +39,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-passed=0
-failed=0
-failures=()
-# A check's time is shown when it is long enough to matter for the run's length.
-took() { [ "$1" -ge 5 ] && echo " ($1 s)" || true; }
-pass() { passed=$((passed + 1)); echo "ok   $1$(took "${2:-0}")"; }
-fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1$(took "${2:-0}")"; }
-# run NAME TIMEOUT CMD...: one check, its output kept in $work/logs and shown on failure.
-mkdir -p "$work/logs"
-run() {
-  local name="$1" limit="$2"
-  shift 2
-  local log="$work/logs/${name//\//_}.log" start=$SECONDS
-  if timeout "$limit" "$@" >"$log" 2>&1; then
-    pass "$name" $((SECONDS - start))
-  else
-    fail "$name" $((SECONDS - start))
-    tail -40 "$log" | sed 's/^/    /'
-  fi
-}
+CHECK_LOGS="$work/logs"
+source scripts/lib/checks.sh
 
 # --- header: drift and self-containment
 echo "== header"
@@ -282,8 +264,4 @@ else
 fi
 
 echo
-if [ "$failed" -gt 0 ]; then
-  printf 'failed: %s\n' "${failures[@]}"
-fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary

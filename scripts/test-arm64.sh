@@ -125,12 +125,15 @@ step node
 
 # --- C: the README's program through pkg-config, from the tarball and from the .deb's files
 echo "== c ($(basename "$tarball"), $(basename "$debfile"))"
+source scripts/lib/readme-blocks.sh
+readme_blocks README.md c "$work/readme"
+readme_program="$(ls "$work"/readme-*.c | head -1)"
 cc=(aarch64-linux-gnu-gcc -std=c11 -Wall -Wextra -Werror)
 mkdir -p "$work/tar" "$work/deb"
 run "tarball unpacks" 60 tar -xzf "$tarball" -C "$work/tar"
 unpacked="$work/tar/libstatestore-$VERSION-aarch64-linux-gnu"
 run "tarball: README program builds with pkg-config (aarch64-linux-gnu-gcc)" 120 bash -c "
-  PKG_CONFIG_PATH='$unpacked/lib/pkgconfig' ${cc[*]} tests/c/readme_example.c -o '$work/readme-tar' \
+  PKG_CONFIG_PATH='$unpacked/lib/pkgconfig' ${cc[*]} '$readme_program' -o '$work/readme-tar' \
     \$(PKG_CONFIG_PATH='$unpacked/lib/pkgconfig' pkg-config --cflags --libs statestore) -Wl,-rpath,'$unpacked/lib'"
 run "tarball (aarch64): README program sets and gets" 120 bash -c "
   qemu-aarch64 -L /usr/aarch64-linux-gnu '$work/readme-tar' '$port' | tee /dev/stderr | grep -q '^color = blue'"
@@ -140,7 +143,7 @@ run "deb: arm64 package of libstatestore $VERSION for glibc >= 2.17" 30 bash -c 
 # The .deb's files as dpkg would install them under / : pkg-config's sysroot prefixes its paths.
 deb_pc=(env PKG_CONFIG_SYSROOT_DIR="$work/deb" PKG_CONFIG_LIBDIR="$work/deb/usr/lib/aarch64-linux-gnu/pkgconfig")
 run "deb: README program builds with pkg-config (aarch64-linux-gnu-gcc)" 120 bash -c "
-  ${cc[*]} tests/c/readme_example.c -o '$work/readme-deb' \$(${deb_pc[*]} pkg-config --cflags --libs statestore)"
+  ${cc[*]} '$readme_program' -o '$work/readme-deb' \$(${deb_pc[*]} pkg-config --cflags --libs statestore)"
 run "deb (aarch64): README program sets and gets" 120 bash -c "
   LD_LIBRARY_PATH='$work/deb/usr/lib/aarch64-linux-gnu' qemu-aarch64 -L /usr/aarch64-linux-gnu '$work/readme-deb' '$port' |
     tee /dev/stderr | grep -q '^color = blue'"

@@ -152,15 +152,11 @@ run "cmake app (C++) runs" 30 "$cmake_dir/build/app_cpp"
 # --- every C and C++ block of the READMEs, read from the READMEs (so they cannot drift),
 # compiled with the README's line and run against the local store: each must end by itself
 # with status 0
+source scripts/lib/readme-blocks.sh
 examples=0
 for readme in README.md bindings/README.md; do
   for lang in c cpp; do
-    # Writes each ```LANG block of the README to $bin/readme-<file>-<line>.<lang>.
-    awk -v lang="$lang" -v out="$bin/readme-${readme//\//_}" '
-      $0 == "```" lang { file = out "-" NR "." lang; printf "" > file; next }
-      file && /^```/ { close(file); file = ""; next }
-      file { print > file }
-    ' "$readme"
+    readme_blocks "$readme" "$lang" "$bin/readme-${readme//\//_}"
   done
 done
 for source in "$bin"/readme-*.c "$bin"/readme-*.cpp; do

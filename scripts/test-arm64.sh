@@ -32,7 +32,7 @@ tarball="$dist/libstatestore-$VERSION-aarch64-linux-gnu.tar.gz"
 debfile="$dist/libstatestore_${VERSION}_arm64.deb"
 if [ -z "$wheel" ] || [ ! -f "$node_platform" ] || [ ! -f "$tarball" ] || [ ! -f "$debfile" ]; then
   [ -z "${ARM64_DIST:-}" ] || { echo "no arm64 artefacts in $dist" >&2; exit 1; }
-  echo "== no arm64 artefacts in dist/: scripts/package.sh node arm64"
+  echo "== no arm64 artefacts in dist/: scripts/package.sh arm64"
   bash scripts/package.sh node arm64
   wheel="$(ls "$dist"/mqtt_statestore-"$VERSION"-*aarch64*.whl | head -1)"
   step package

@@ -44,7 +44,7 @@ pub enum Command {
     #[command(after_long_help = VDEL_HELP)]
     Vdel(VdelArgs),
     /// List the keys matching a glob pattern (`*`: all; `[!0-9]` negates, no `\` escape).
-    Keys(crate::commands::KeysArgs),
+    Keys(KeysArgs),
     /// Print the changes of keys as they happen, until interrupted (Ctrl-C).
     #[command(after_long_help = WATCH_HELP)]
     Watch(WatchArgs),
@@ -282,3 +282,34 @@ Examples:
   statestore serve                               # embedded broker on 127.0.0.1:1883
   statestore serve --listen 0.0.0.0:1883 --max-keys 10000
   statestore serve --broker mqtt://localhost:1883  # attach to a running MQTT 5 broker";
+
+/// `statestore keys`.
+#[derive(Debug, Args)]
+#[command(after_long_help = KEYS_HELP)]
+pub struct KeysArgs {
+    /// Glob pattern in the service's dialect (Rust glob crate's `Pattern`): `*`, `?`, `[abc]`,
+    /// `[a-z]`, `[!0-9]` negates (`[^...]` does not), `[*]` a literal `*`; no backslash escape
+    /// (`*` = all).
+    pub pattern: OsString,
+    /// Print `{"key"}` JSON lines (`"key_encoding": "base64"` for keys that are not UTF-8).
+    #[arg(long, conflicts_with = "null")]
+    pub json: bool,
+    /// End each key with a NUL byte instead of a newline (for `xargs -0`; keys may hold
+    /// newlines).
+    #[arg(short = '0', long)]
+    pub null: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+}
+
+const KEYS_HELP: &str = "\
+Keys are printed as they are, one per line, in no promised order; a key containing a
+newline is ambiguous there, so scripts should use --null or --json. Keys created or deleted
+while the listing runs may or may not be listed; every other key is listed exactly once.
+
+Examples:
+  statestore keys '*'
+  statestore keys 'sensor:[0-9]*' --json
+  statestore keys 'sensor:[!0-9]*'   # [!...] negates ([^...] does not); no \\ escape
+  statestore keys 'job:*' -0 | xargs -0 -n1 statestore delete";

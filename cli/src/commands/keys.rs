@@ -1,47 +1,14 @@
 //! `keys PATTERN`: list the keys matching a glob pattern, page by page as they arrive.
 
-use std::ffi::OsString;
 use std::io::Write;
 
 use bytes::Bytes;
-use clap::Args;
 
 use super::{closing, connect};
-use crate::connection::ConnectionArgs;
+use crate::args::KeysArgs;
 use crate::exit::{Failure, Status};
 use crate::input::arg_bytes;
 use crate::output::{self, put_key, Object};
-
-/// `statestore keys`.
-#[derive(Debug, Args)]
-#[command(after_long_help = KEYS_HELP)]
-pub struct KeysArgs {
-    /// Glob pattern in the service's dialect (Rust glob crate's `Pattern`): `*`, `?`, `[abc]`,
-    /// `[a-z]`, `[!0-9]` negates (`[^...]` does not), `[*]` a literal `*`; no backslash escape
-    /// (`*` = all).
-    pub pattern: OsString,
-    /// Print `{"key"}` JSON lines (`"key_encoding": "base64"` for keys that are not UTF-8).
-    #[arg(long, conflicts_with = "null")]
-    pub json: bool,
-    /// End each key with a NUL byte instead of a newline (for `xargs -0`; keys may hold
-    /// newlines).
-    #[arg(short = '0', long)]
-    pub null: bool,
-    /// Connection.
-    #[command(flatten)]
-    pub connection: ConnectionArgs,
-}
-
-const KEYS_HELP: &str = "\
-Keys are printed as they are, one per line, in no promised order; a key containing a
-newline is ambiguous there, so scripts should use --null or --json. Keys created or deleted
-while the listing runs may or may not be listed; every other key is listed exactly once.
-
-Examples:
-  statestore keys '*'
-  statestore keys 'sensor:[0-9]*' --json
-  statestore keys 'sensor:[!0-9]*'   # [!...] negates ([^...] does not); no \\ escape
-  statestore keys 'job:*' -0 | xargs -0 -n1 statestore delete";
 
 /// `statestore keys`.
 pub async fn run(args: KeysArgs) -> Result<(), Failure> {

@@ -10,8 +10,6 @@ use std::process::ExitCode;
 
 use statestore::Client;
 
-pub use keys::KeysArgs;
-
 use crate::args::Command;
 use crate::connection::ConnectionArgs;
 use crate::exit::Failure;

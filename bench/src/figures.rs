@@ -59,3 +59,8 @@ pub struct Figures {
     /// Peak resident memory of the service-side process, MiB.
     pub service_peak_rss_mb: Option<f64>,
 }
+
+/// Bytes to MiB.
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}

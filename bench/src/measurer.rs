@@ -14,9 +14,9 @@ use tokio::process::Command;
 
 use crate::drivers::memory::{self, MemoryTrace};
 use crate::drivers::{client, engine, raw};
+use crate::figures::mib;
 use crate::figures::Measurement;
 use crate::profile::Profile;
-use crate::report::mib;
 use crate::resources;
 use crate::scenario::{Kind, Scenario};
 use crate::window::{self, Plan};

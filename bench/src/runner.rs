@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use statestore_server::testing::Mosquitto;
 
+use crate::figures::mib;
 use crate::measurer::{self, Target};
 use crate::profile::Profile;
-use crate::report::{mib, ScenarioResult};
+use crate::report::ScenarioResult;
 use crate::resources;
 use crate::scenario::{Broker, Kind, Scenario};
 use crate::service::{Responder, ServiceProcess, ServiceSpec};

@@ -13,7 +13,7 @@ use tokio::process::Command;
 use super::report::BindingResult;
 use super::{BindingsProfile, DriverArgs, Flavour, Item, Language, Test};
 use crate::drivers::memory::MemoryTrace;
-use crate::report::mib;
+use crate::figures::mib;
 use crate::resources;
 use crate::scenario::Broker;
 use crate::service::{Responder, ServiceProcess, ServiceSpec};

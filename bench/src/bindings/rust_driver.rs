@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 use statestore::{ConnectOptions, Error, SetOptions};
 
 use crate::drivers::{client, memory};
+use crate::figures::mib;
 use crate::measurer::{self, Measured, Target};
 use crate::profile::Profile;
-use crate::report::mib;
 use crate::resources;
 use crate::scenario::{Broker, Kind, Op, Scenario};
 use crate::window::Plan;

@@ -175,11 +175,6 @@ pub fn write_files(
     Ok(written)
 }
 
-/// Bytes to MiB.
-pub fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

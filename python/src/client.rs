@@ -13,7 +13,7 @@ use statestore::{
 
 use crate::api::{EventStream, OptionValue};
 use crate::call::{spawn, Call};
-use crate::convert::{bytes_arg, secs_arg, text, version_arg, Version};
+use crate::convert::{bytes_arg, out_bytes, secs_arg, text, version_arg, Version};
 use crate::events::Observation;
 use crate::options;
 
@@ -108,16 +108,6 @@ fn repr_version(v: &Option<Version>) -> String {
     match v {
         Some(v) => format!("Version('{}')", v.0),
         None => "None".into(),
-    }
-}
-
-/// Bytes from the service as `bytes`, or `str` when the client decodes responses.
-pub fn out_bytes(py: Python<'_>, b: &[u8], decode: bool) -> PyResult<Py<PyAny>> {
-    let bytes = crate::convert::bytes(py, b);
-    if decode {
-        Ok(bytes.call_method1("decode", ("utf-8",))?.unbind())
-    } else {
-        Ok(bytes.into_any().unbind())
     }
 }
 

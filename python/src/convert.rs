@@ -145,6 +145,16 @@ pub fn bytes<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, b)
 }
 
+/// Bytes from the service as `bytes`, or `str` when the client decodes responses.
+pub fn out_bytes(py: Python<'_>, b: &[u8], decode: bool) -> PyResult<Py<PyAny>> {
+    let bytes = bytes(py, b);
+    if decode {
+        Ok(bytes.call_method1("decode", ("utf-8",))?.unbind())
+    } else {
+        Ok(bytes.into_any().unbind())
+    }
+}
+
 /// Names the parameter in an argument's conversion error (`argument 'key': expected ...`):
 /// a wrong type stays a `TypeError`, a wrong value becomes the library's
 /// `InvalidArgumentError` (a `ValueError` too), as core's own argument checks give.

@@ -6,7 +6,7 @@ use statestore::bindings::{Event as CoreEvent, EventStream};
 use statestore::lease::{Loss as CoreLoss, LossReason};
 
 use crate::call::{signals, spawn, Call, SLICE};
-use crate::client::out_bytes;
+use crate::convert::out_bytes;
 use crate::convert::{secs_arg, Version};
 use crate::errors::to_py;
 

@@ -13,7 +13,8 @@ use statestore::lease::{
 use statestore::{Error, Result};
 
 use crate::call::{spawn, Call};
-use crate::client::{out_bytes, Client};
+use crate::client::Client;
+use crate::convert::out_bytes;
 use crate::convert::{bytes_arg, secs, secs_arg, Version};
 use crate::errors::to_py;
 use crate::events::{Loss, Observation};

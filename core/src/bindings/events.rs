@@ -350,8 +350,7 @@ impl EventStream {
         every: Duration,
         check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Option<Event>> {
-        // A limit too far away to be a point in time is no limit.
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let deadline = timeout.and_then(super::duration::deadline);
         loop {
             let slice = match deadline {
                 Some(deadline) => every.min(deadline.saturating_duration_since(Instant::now())),

@@ -538,7 +538,8 @@ class Election {
 
 const SET_OPTIONS = ['condition', 'expiry', 'fencingToken', 'persist', 'timeout']
 const DELETE_OPTIONS = ['fencingToken', 'timeout']
-const CONDITIONS = ['always', 'nx', 'nex']
+// Core's table (SetCondition::NAMES); the package takes each condition's canonical name.
+const CONDITIONS = native.setConditions().map((names) => names[0])
 /** Promise methods also take `signal` (an AbortSignal); their Sync twins do not. */
 const SET_OPTIONS_ASYNC = [...SET_OPTIONS, 'signal']
 const DELETE_OPTIONS_ASYNC = [...DELETE_OPTIONS, 'signal']
@@ -566,7 +567,9 @@ function setOptions(options, allowed = SET_OPTIONS) {
   const o = args.options(options, 'options', allowed)
   const condition = args.string(o.condition, 'options.condition')
   if (condition !== undefined && !CONDITIONS.includes(condition)) {
-    const error = new TypeError(`The "options.condition" argument must be one of 'always', 'nx', 'nex'. Received '${condition}'`)
+    const error = new TypeError(
+      `The "options.condition" argument must be one of ${CONDITIONS.map((c) => `'${c}'`).join(', ')}. Received '${condition}'`
+    )
     error.code = 'ERR_INVALID_ARG_VALUE'
     throw error
   }

@@ -5,9 +5,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{Either, Null};
 use napi::Env;
 use napi_derive::napi;
-use statestore::{
-    Client, ConnectOptions, DeleteOptions, DeleteOutcome, Hlc, SetCondition, SetOptions,
-};
+use statestore::{Client, ConnectOptions, DeleteOptions, DeleteOutcome, Hlc, SetOptions};
 
 use crate::bindings::{OptionValue, Pending};
 use crate::bridge::{self, buffer, bytes, millis, millis_opt, Call, JsBuffer, JsBytes, Returned};
@@ -115,16 +113,10 @@ fn set_options(options: Option<NativeSetOptions>) -> statestore::Result<SetOptio
     let options = options.unwrap_or_default();
     let mut set = SetOptions::default();
     if let Some(condition) = options.condition {
-        set = set.condition(match condition.as_str() {
-            "always" => SetCondition::Always,
-            "nx" => SetCondition::OnlyIfAbsent,
-            "nex" => SetCondition::OnlyIfAbsentOrEqual,
-            other => {
-                return Err(statestore::Error::InvalidArgument(format!(
-                    "condition: `{other}` is not one of 'always', 'nx', 'nex'"
-                )))
-            }
-        });
+        set = set.condition(statestore::bindings::set_condition(
+            &condition,
+            "condition",
+        )?);
     }
     if let Some(expiry) = options.expiry {
         set = set.expiry(millis("expiry", expiry)?);

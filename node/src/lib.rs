@@ -54,6 +54,16 @@ pub fn error_codes() -> Vec<ErrorCodeInfo> {
         .collect()
 }
 
+/// Core's SET conditions, each a list of the names it accepts, its canonical name first
+/// (`SetCondition::NAMES`), so the package's names come from one table.
+#[napi(catch_unwind)]
+pub fn set_conditions() -> Vec<Vec<String>> {
+    statestore::SetCondition::NAMES
+        .iter()
+        .map(|(_, names)| names.iter().map(|n| n.to_string()).collect())
+        .collect()
+}
+
 /// One connection setting of core (`CONNECT_OPTIONS`).
 #[napi(object)]
 pub struct ConnectOptionInfo {

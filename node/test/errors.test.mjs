@@ -65,6 +65,21 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
     }
   })
 
+  test('condition names come from core\'s table, and an unknown one is refused naming them', T, async () => {
+    const addon = createRequire(createRequire(import.meta.url).resolve('mqtt-statestore'))('./native.js')
+    const canonical = addon.setConditions().map((names) => names[0])
+    assert.deepEqual(canonical, ['always', 'nx', 'nex']) // the names index.d.ts promises
+    const key = unique('condition')
+    for (const condition of canonical) {
+      await client.delete(key)
+      assert.equal((await client.set(key, 'v', { condition })).applied, true, condition)
+    }
+    await assert.rejects(
+      () => client.set(key, 'v', { condition: 'sometimes' }),
+      (e) => e instanceof TypeError && canonical.every((c) => e.message.includes(`'${c}'`))
+    )
+  })
+
   test('options', T, async () => {
     await assertTypeError(() => client.set('k', 'v', 'nx'), 'options')
     await assertTypeError(() => client.set('k', 'v', { condition: 5 }), 'options.condition')

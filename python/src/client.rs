@@ -111,20 +111,6 @@ fn repr_version(v: &Option<Version>) -> String {
     }
 }
 
-fn condition(name: &str) -> PyResult<SetCondition> {
-    match name.to_ascii_lowercase().as_str() {
-        "always" | "" => Ok(SetCondition::Always),
-        "nx" | "only_if_absent" => Ok(SetCondition::OnlyIfAbsent),
-        "nex" | "only_if_absent_or_equal" => Ok(SetCondition::OnlyIfAbsentOrEqual),
-        _ => Err(Python::attach(|py| {
-            crate::convert::invalid(
-                py,
-                format!("argument 'condition': expected Condition.ALWAYS, NX or NEX, got {name:?}"),
-            )
-        })),
-    }
-}
-
 /// The core async client (`statestore.Client` and `statestore.AsyncClient` wrap it).
 #[pyclass(frozen, module = "statestore._native")]
 pub struct Client {
@@ -222,7 +208,10 @@ impl Client {
         let value = bytes_arg(value, "value")?;
         let mut options = SetOptions::default()
             .condition(match condition {
-                Some(condition) => self::condition(&text(condition, "condition")?)?,
+                Some(condition) => {
+                    statestore::bindings::set_condition(&text(condition, "condition")?, "condition")
+                        .map_err(|e| crate::errors::to_py(condition.py(), &e))?
+                }
                 None => SetCondition::Always,
             })
             .persist(persist);

@@ -46,6 +46,16 @@ fn error_codes() -> Vec<(i32, &'static str, &'static str, &'static str, &'static
         .collect()
 }
 
+/// Core's SET conditions, each the names it accepts with its canonical name first
+/// (`SetCondition::NAMES`).
+#[pyfunction]
+fn set_conditions() -> Vec<Vec<&'static str>> {
+    statestore::SetCondition::NAMES
+        .iter()
+        .map(|(_, names)| names.to_vec())
+        .collect()
+}
+
 /// `(name, kind, default, doc)` of every connection setting `connect()` accepts as keyword.
 #[pyfunction]
 fn connect_options() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -99,6 +109,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(errors::_set_error_factory, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;
+    m.add_function(wrap_pyfunction!(set_conditions, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -39,11 +39,13 @@ __all__ = [
     "error_codes",
     "exiting",
     "panicking_call",
+    "set_conditions",
     "stop_logs",
 ]
 
 def error_codes() -> List[Tuple[int, str, str, str, str]]: ...
 def connect_options() -> List[Tuple[str, str, str, str]]: ...
+def set_conditions() -> List[List[str]]: ...
 def _set_error_factory(factory: Callable[[int, str, bool], BaseException]) -> None: ...
 
 @final

@@ -51,6 +51,22 @@ def test_conditions(client: Client, key: str) -> None:
     assert client.get(key).value == b"me"  # type: ignore[union-attr]
 
 
+def test_condition_names_come_from_core(client: Client, key: str) -> None:
+    """The names of ``Condition`` are core's table's canonical ones, and every name of the table
+    is accepted in any case; an unknown one is refused naming them."""
+    from statestore import _native
+
+    table = _native.set_conditions()
+    assert [c.value for c in Condition] == [names[0] for names in table]
+    for names in table:
+        for name in names:
+            for spelling in (name, name.upper()):
+                client.delete(key)
+                assert client.set(key, "v", condition=spelling).applied, spelling  # type: ignore[arg-type]
+    with pytest.raises(statestore.InvalidArgumentError, match="'nx', 'only_if_absent'"):
+        client.set(key, "v", condition="sometimes")  # type: ignore[arg-type]
+
+
 def test_vdel(client: Client, key: str) -> None:
     client.set(key, "me")
     assert client.vdel(key, "you").outcome == "value_mismatch"

@@ -47,6 +47,22 @@ pub fn not_unicode(name: &str) -> crate::Error {
     ))
 }
 
+/// The SET condition a host named `name` for its argument `argument` (any name of
+/// [`SetCondition::NAMES`](crate::SetCondition::NAMES), in any ASCII case); an unknown name is
+/// an invalid argument that lists the accepted ones.
+pub fn set_condition(name: &str, argument: &str) -> crate::Result<crate::SetCondition> {
+    crate::SetCondition::from_name(name).ok_or_else(|| {
+        let accepted: Vec<String> = crate::SetCondition::NAMES
+            .iter()
+            .flat_map(|(_, names)| names.iter().map(|n| format!("'{n}'")))
+            .collect();
+        crate::Error::InvalidArgument(format!(
+            "{argument}: {name:?} is not a condition; use one of {}",
+            accepted.join(", ")
+        ))
+    })
+}
+
 /// Runs `f`, turning a panic into [`Error::Internal`](crate::Error::Internal) naming `what`
 /// (with the panic's message): a panic must never unwind into a host language, where it would
 /// abort the process (C, Node) or raise an exception that `except Exception` does not catch

@@ -20,6 +20,42 @@ pub enum SetCondition {
     OnlyIfAbsentOrEqual,
 }
 
+impl SetCondition {
+    /// Every condition with the names hosts accept for it, its canonical name first (the one
+    /// bindings and tools print): the one table that every language's names come from.
+    pub const NAMES: &'static [(SetCondition, &'static [&'static str])] = &[
+        (SetCondition::Always, &["always"]),
+        (SetCondition::OnlyIfAbsent, &["nx", "only_if_absent"]),
+        (
+            SetCondition::OnlyIfAbsentOrEqual,
+            &["nex", "only_if_absent_or_equal"],
+        ),
+    ];
+
+    /// The condition called `name` (any of its [`NAMES`](Self::NAMES), in any ASCII case).
+    ///
+    /// ```
+    /// use statestore::SetCondition;
+    /// assert_eq!(SetCondition::from_name("NX"), Some(SetCondition::OnlyIfAbsent));
+    /// assert_eq!(SetCondition::from_name("only_if_absent_or_equal"), Some(SetCondition::OnlyIfAbsentOrEqual));
+    /// assert_eq!(SetCondition::from_name("sometimes"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<SetCondition> {
+        Self::NAMES
+            .iter()
+            .find(|(_, names)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))
+            .map(|(condition, _)| *condition)
+    }
+
+    /// The canonical name: `always`, `nx` or `nex`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(condition, _)| *condition == self)
+            .map_or("always", |(_, names)| names[0])
+    }
+}
+
 /// The payload options of a SET (`NX`/`NEX`, `PX`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct SetFlags {

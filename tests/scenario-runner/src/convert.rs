@@ -58,12 +58,10 @@ pub fn connect_options(
 pub fn set_options(args: &Args) -> Result<SetOptions, String> {
     let mut options = SetOptions::default();
     if let Some(condition) = args.opt_text("condition")? {
-        options = options.condition(match condition.as_str() {
-            "always" => SetCondition::Always,
-            "nx" => SetCondition::OnlyIfAbsent,
-            "nex" => SetCondition::OnlyIfAbsentOrEqual,
-            other => return Err(format!("unknown condition {other:?}")),
-        });
+        options = options.condition(
+            SetCondition::from_name(&condition)
+                .ok_or_else(|| format!("unknown condition {condition:?}"))?,
+        );
     }
     if let Some(expiry) = args.opt_ms("expiry_ms")? {
         options = options.expiry(expiry);

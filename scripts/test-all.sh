@@ -31,6 +31,8 @@ stage "format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+# Every relative link of the Markdown files resolves (file, folder, heading).
+python3 scripts/check-links.py
 # tokio must park threads with std's locks: parking_lot's process-wide table crashes forked
 # children (third_party/README.md).
 tokio_features=$(cargo tree --workspace -e features -i tokio)

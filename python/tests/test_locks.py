@@ -32,6 +32,18 @@ def test_lock_timeout(client: Client, key: str) -> None:
         assert isinstance(info.value, TimeoutError)
 
 
+def test_lost_without_waiting_answers_for_a_lease_not_held(client: Client, key: str) -> None:
+    """``lost(timeout=0)`` on a lease that is not held says so (``None``), every time: the answer
+    is known before the wait starts, so no wait can miss it."""
+    never = client.lease(key, "never")
+    released = client.lease(key, "released")
+    released.acquire(10.0)
+    released.release()
+    for _ in range(300):
+        assert never.lost(timeout=0) is None
+        assert released.lost(timeout=0) is None
+
+
 def test_threads_contend(server: LocalStateStore, key: str) -> None:
     holders = 0
     most = 0

@@ -288,6 +288,19 @@ impl EventStream {
     pub fn from_lease_loss(lease: &Lease) -> EventStream {
         let lease = lease.clone();
         let key = lease.key().clone();
+        let state = lease.state();
+        if !state.is_held() {
+            // Decided already (never held, released or lost): the stream is complete before it
+            // is returned, so a wait with no time (`lost(timeout=0)`) finds the answer instead
+            // of racing the task that would.
+            let stream = Self::start(key.clone(), |_| async {});
+            let feed = Feed(Arc::downgrade(&stream.inner));
+            if let Some(loss) = state.loss() {
+                feed.push(Event::from_loss(key, loss.clone()));
+            }
+            feed.end();
+            return stream;
+        }
         Self::start(key.clone(), move |feed| async move {
             if let Some(loss) = lease.lost().await {
                 feed.push(Event::from_loss(key, loss));

@@ -107,3 +107,17 @@ test('an update function that waits for its own lock fails at once', T, async ()
   // Outside the function the lock is an ordinary lock again.
   same.lockSync().releaseSync()
 })
+
+test('lost with no time to wait answers null for a lease that is not held, every time', T, async () => {
+  const [client] = clients
+  const key = unique('lost-now')
+  const never = client.lease(key, 'never')
+  const released = client.lease(key, 'released')
+  await released.acquire({ ttl: 10_000 })
+  await released.release()
+  for (let round = 0; round < 300; round++) {
+    assert.equal(never.lostSync({ timeout: 0 }), null)
+    assert.equal(released.lostSync({ timeout: 0 }), null)
+    assert.equal(await never.lost({ timeout: 0 }), null)
+  }
+})

@@ -8,9 +8,7 @@ use bytes::Bytes;
 use napi::Env;
 use napi_derive::napi;
 use statestore::bindings::{EventStream, Pending};
-use statestore::lease::{
-    AcquireOutcome, Election, Lease, LeaseState, Lock, LockGuard, Loss, UpdateTxn,
-};
+use statestore::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, Loss, UpdateTxn};
 use statestore::Error;
 
 use crate::bridge::{self, buffer, bytes, millis, millis_opt, Call, JsBuffer, JsBytes, Returned};
@@ -195,22 +193,11 @@ impl NativeLease {
     /// `{ state: 'notHeld' | 'held' | 'lost', fencingToken, loss }`.
     #[napi(getter, catch_unwind)]
     pub fn state(&self) -> JsLeaseState {
-        match self.lease.state() {
-            LeaseState::Held { token } => JsLeaseState {
-                state: "held".into(),
-                fencing_token: Some(token.to_string()),
-                loss: None,
-            },
-            LeaseState::Lost(loss) => JsLeaseState {
-                state: "lost".into(),
-                fencing_token: None,
-                loss: Some(js_loss(&loss)),
-            },
-            _ => JsLeaseState {
-                state: "notHeld".into(),
-                fencing_token: None,
-                loss: None,
-            },
+        let state = self.lease.state();
+        JsLeaseState {
+            state: state.names().1.into(),
+            fencing_token: state.fencing_token().map(|token| token.to_string()),
+            loss: state.loss().map(js_loss),
         }
     }
 

@@ -113,8 +113,11 @@ test('lost with no time to wait answers null for a lease that is not held, every
   const key = unique('lost-now')
   const never = client.lease(key, 'never')
   const released = client.lease(key, 'released')
+  assert.equal(released.state.state, 'notHeld')
   await released.acquire({ ttl: 10_000 })
+  assert.equal(released.state.state, 'held')
   await released.release()
+  assert.equal(released.state.state, 'notHeld')
   for (let round = 0; round < 300; round++) {
     assert.equal(never.lostSync({ timeout: 0 }), null)
     assert.equal(released.lostSync({ timeout: 0 }), null)

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use pyo3::prelude::*;
 use statestore::bindings::EventStream;
 use statestore::lease::{
-    AcquireOutcome, Election as CoreElection, Lease as CoreLease, LeaseState, Lock as CoreLock,
+    AcquireOutcome, Election as CoreElection, Lease as CoreLease, Lock as CoreLock,
     LockGuard as CoreGuard, UpdateTxn,
 };
 use statestore::{Error, Result};
@@ -86,14 +86,6 @@ fn raise<T>(result: Result<T>) -> PyResult<T> {
     result.map_err(|e| Python::attach(|py| to_py(py, &e)))
 }
 
-fn state_name(state: &LeaseState) -> &'static str {
-    match state {
-        LeaseState::Held { .. } => "held",
-        LeaseState::Lost(_) => "lost",
-        _ => "not_held",
-    }
-}
-
 fn loss_stream(lease: &CoreLease, decode: bool) -> Observation {
     Observation {
         stream: EventStream::from_lease_loss(lease),
@@ -160,7 +152,7 @@ impl Lease {
     /// `"not_held"`, `"held"` or `"lost"`.
     #[getter]
     fn state(&self) -> &'static str {
-        state_name(&self.lease.state())
+        self.lease.state().names().0
     }
 
     /// Why the last holding was lost (state `"lost"`), else `None`.

@@ -37,8 +37,11 @@ def test_lost_without_waiting_answers_for_a_lease_not_held(client: Client, key: 
     is known before the wait starts, so no wait can miss it."""
     never = client.lease(key, "never")
     released = client.lease(key, "released")
+    assert released.state == "not_held"
     released.acquire(10.0)
+    assert released.state == "held"
     released.release()
+    assert released.state == "not_held"
     for _ in range(300):
         assert never.lost(timeout=0) is None
         assert released.lost(timeout=0) is None

@@ -29,6 +29,21 @@ pub enum LeaseState {
 }
 
 impl LeaseState {
+    /// The state's name as the bindings spell it, `(snake_case, camelCase)`: Python and the C
+    /// documentation say `not_held`, JavaScript `notHeld`; one place, so they cannot drift.
+    ///
+    /// ```
+    /// # use statestore::lease::LeaseState;
+    /// assert_eq!(LeaseState::NotHeld.names(), ("not_held", "notHeld"));
+    /// ```
+    pub fn names(&self) -> (&'static str, &'static str) {
+        match self {
+            Self::NotHeld => ("not_held", "notHeld"),
+            Self::Held { .. } => ("held", "held"),
+            Self::Lost(_) => ("lost", "lost"),
+        }
+    }
+
     /// Whether the lease is held.
     ///
     /// ```

@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# Line tables are all that backtraces, sanitizers and valgrind's reports read; full debug info
+# would double the debug builds' size on disk and their link time.
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
 # Each stage's time, printed as it ends and all together at the end (the README quotes them).
 timings=()
 stage_start=$SECONDS
@@ -21,7 +24,11 @@ stage() {
 }
 on_exit() {
   local status=$?
-  [ "$status" -eq 0 ] || echo "== failed in stage '$stage_name' after $((SECONDS - stage_start)) s; before it: ${timings[*]} (total $SECONDS s)" >&2
+  [ "$status" -eq 0 ] && return
+  echo "== failed in stage '$stage_name' after $((SECONDS - stage_start)) s; before it: ${timings[*]} (total $SECONDS s)" >&2
+  # A build that runs out of disk or memory can fail with little to say for itself.
+  df -h . >&2 || true
+  free -m >&2 || true
 }
 trap on_exit EXIT
 stage setup

@@ -89,12 +89,26 @@ run_suite "$work/user" 'test/*.test.mjs'
 registry_stop
 
 echo "== node: a contributor's path: build inside node/, npm install <checkout>/node elsewhere"
-(cd node && timeout 600 npm install --no-package-lock --loglevel=error --omit=optional --omit=peer)
-(cd node && timeout 1800 npm run --silent build:debug >/dev/null)
+# Each step's output goes to a log, printed with the step's name and the free disk space if the
+# step fails; a step that succeeds prints nothing.
+step() { # $1: what the step does; the rest: the command
+  local what="$1" code=0
+  shift
+  "$@" >"$work/step.log" 2>&1 || code=$?
+  if [ "$code" -ne 0 ]; then
+    echo "== node: contributor's path: '$what' failed (exit $code); its output:" >&2
+    tail -n 80 "$work/step.log" >&2
+    df -h "$root" "$work" >&2 || true
+    exit 1
+  fi
+}
+step "npm install in node/" bash -c 'cd node && timeout 600 npm install --no-package-lock --loglevel=error --omit=optional --omit=peer'
+step "npm run build:debug in node/" bash -c 'cd node && timeout 1800 npm run --silent build:debug'
 mkdir -p "$work/contributor"
-(cd "$work/contributor" && npm init -y >/dev/null && timeout 300 npm install --loglevel=error "$root/node")
+step "npm install <checkout>/node" bash -c 'cd "$1" && npm init -y && timeout 300 npm install --loglevel=error "$2"' _ "$work/contributor" "$root/node"
 cp node/examples/quickstart.js "$work/contributor/"
-(cd "$work/contributor" && timeout 60 node quickstart.js >/dev/null && echo "README example from the checkout: ok")
+step "the README example (quickstart.js)" bash -c 'cd "$1" && timeout 60 node quickstart.js' _ "$work/contributor"
+echo "README example from the checkout: ok"
 # node/ goes back to the release addons scripts/package.sh left there (the chaos runs load it).
 for addon in node/npm/linux-x64-gnu/*.node; do [ -f "$addon" ] && cp "$addon" node/; done
 for addon in node/testing/npm/linux-x64-gnu/*.node; do [ -f "$addon" ] && cp "$addon" node/testing/; done

@@ -15,7 +15,7 @@ in_groups() {
   shift
   local dir pid status=0 group
   dir="$(mktemp -d)"
-  local -A log_of=()
+  local -A parts_of=()
   for group in "$@"; do
     (
       set +e
@@ -28,24 +28,27 @@ in_groups() {
         echo "$took" >>"$dir/times"
         if [ "$code" -ne 0 ]; then
           echo "== $kind $part: FAILED (exit $code) after $((SECONDS - start)) s" >&3
+          echo "$part (exit $code)" >>"$dir/failed"
           exit 1
         fi
         echo "== $kind $part: passed in $((SECONDS - start)) s" >&3
       done
     ) 3>&1 &
-    log_of[$!]="$group"
+    parts_of[$!]="$group"
   done
-  while [ ${#log_of[@]} -gt 0 ]; do
+  while [ ${#parts_of[@]} -gt 0 ]; do
     pid=""
-    wait -n -p pid "${!log_of[@]}" || status=1
+    wait -n -p pid "${!parts_of[@]}" || status=1
     [ -n "$pid" ] || break
-    for part in ${log_of[$pid]}; do
+    for part in ${parts_of[$pid]}; do
       [ -f "$dir/$part.log" ] || continue
       echo "== output of $kind $part"
       cat "$dir/$part.log"
     done
-    unset "log_of[$pid]"
+    unset "parts_of[$pid]"
   done
+  # Repeated last, so that the end of a long log says which part failed.
+  [ ! -f "$dir/failed" ] || echo "== $kind: failed: $(paste -sd, "$dir/failed")" >&2
   [ -f "$dir/times" ] && mapfile -t -O "${#GROUP_TIMES[@]}" GROUP_TIMES <"$dir/times"
   rm -rf "$dir"
   return "$status"

@@ -62,8 +62,9 @@ export declare function setLogHandler(handler: ((record: LogRecord) => void) | n
 
 /**
  * Orders two versions or fencing tokens as the service does (wall clock, then counter, as exact
- * integers up to 2^64 - 1, then node id bytes): -1, 0 or 1. Anything that is not
- * `wallMs:counter:node` throws a `TypeError` with `code: 'ERR_INVALID_ARG_VALUE'`.
+ * integers up to 2^64 - 1, then node id bytes), by the library's core: -1, 0 or 1. A string that
+ * is not `wallMs:counter:node` throws an error with `code: ErrorCodes.INVALID_ARGUMENT` naming the
+ * argument; a value that is not a string throws a `TypeError`.
  */
 export declare function compareVersions(a: Version, b: Version): number
 

@@ -214,9 +214,7 @@ pub(crate) unsafe fn token(text: *const c_char, name: &str) -> Result<Option<Hlc
     }
     // SAFETY: this function's contract is that of `string`.
     let text = unsafe { string(text, name) }?;
-    text.parse::<Hlc>()
-        .map(Some)
-        .map_err(|e| Error::InvalidArgument(format!("{name} is not a version (\"{text}\"): {e}")))
+    statestore_core::bindings::version(&text, name).map(Some)
 }
 
 /// A required positive duration in milliseconds.
@@ -395,7 +393,7 @@ mod tests {
         // SAFETY: NUL-terminated.
         let error = unsafe { token(c"soon".as_ptr(), "t") }.unwrap_err();
         assert!(
-            error.to_string().contains("t is not a version (\"soon\")"),
+            error.to_string().contains("t: \"soon\" is not a version"),
             "{error}"
         );
     }

@@ -6,7 +6,7 @@ const native = require('./native.js')
 const args = require('./args.js')
 const { SYNC, abortable, abortError, signal: checkSignal } = require('./call.js')
 
-const EVENT_KINDS = ['set', 'delete', 'resynced', 'elected', 'vacant', 'lost']
+const EVENT_KINDS = native.vocabulary().find((list) => list.name === 'event_kind').words
 
 /** Core's error table: `ErrorCodes.TIMEOUT === 'STATESTORE_TIMEOUT'`, and details by code. */
 const ERROR_TABLE = native.errorCodes()
@@ -57,36 +57,17 @@ function returnsStrings(options) {
 }
 
 /**
- * Orders two versions (or fencing tokens): negative, zero or positive. Versions are strings in
- * the padded form `wallMs:counter:node`, so plain string order agrees except across node ids.
+ * Orders two versions (or fencing tokens) as the service does, by core: -1, 0 or 1. Versions
+ * are strings in the padded form `wallMs:counter:node`, so plain string order agrees except
+ * across node ids.
  */
-const U64_MAX = 2n ** 64n - 1n
-const HLC = /^([0-9]+):([0-9]+):([\s\S]*)$/
-
-/** A version's fields as core reads them (`wallMs:counter:node`, numbers up to 2^64 - 1). */
-function versionFields(value, name) {
-  const text = args.token(value, name)
-  const fields = text === undefined ? null : HLC.exec(text)
-  const wall = fields && BigInt(fields[1])
-  const counter = fields && BigInt(fields[2])
-  if (!fields || wall > U64_MAX || counter > U64_MAX) {
-    const error = new TypeError(
-      `The "${name}" argument must be a version or fencing token ('wallMs:counter:node', ` +
-        `e.g. '001732363200000:00003:StateStore'). Received ${JSON.stringify(String(text ?? value)).slice(0, 80)}`,
-    )
-    error.code = 'ERR_INVALID_ARG_VALUE'
-    throw error
-  }
-  return [wall, counter, Buffer.from(fields[3], 'utf8')]
-}
-
-/** Orders versions as the service does: wall clock, counter (exact integers), node id bytes. */
 function compareVersions(a, b) {
-  const [wa, ca, na] = versionFields(a, 'a')
-  const [wb, cb, nb] = versionFields(b, 'b')
-  if (wa !== wb) return wa < wb ? -1 : 1
-  if (ca !== cb) return ca < cb ? -1 : 1
-  return Buffer.compare(na, nb)
+  const required = (value, name) => {
+    const text = args.token(value, name)
+    if (text === undefined) throw args.typeError(name, 'of type string (a version or fencing token)', value)
+    return text
+  }
+  return native.compareVersions(required(a, 'a'), required(b, 'b'))
 }
 
 const decode = (buffer) => (buffer === null || buffer === undefined ? buffer : buffer.toString('utf8'))

@@ -102,11 +102,8 @@ fn connect_options(
 }
 
 fn token(name: &str, text: Option<String>) -> statestore::Result<Option<Hlc>> {
-    text.map(|text| {
-        text.parse::<Hlc>()
-            .map_err(|e| statestore::Error::InvalidArgument(format!("{name}: {e}")))
-    })
-    .transpose()
+    text.map(|text| statestore::bindings::version(&text, name))
+        .transpose()
 }
 
 fn set_options(options: Option<NativeSetOptions>) -> statestore::Result<SetOptions> {
@@ -165,12 +162,7 @@ fn value_result(value: Option<statestore::Value>) -> Option<JsValueResult> {
 
 fn delete_result(result: statestore::DeleteResult) -> JsDeleteResult {
     JsDeleteResult {
-        outcome: match result.outcome {
-            DeleteOutcome::Deleted => "deleted",
-            DeleteOutcome::NotFound => "notFound",
-            DeleteOutcome::ValueMismatch => "valueMismatch",
-        }
-        .to_string(),
+        outcome: result.outcome.names().1.to_string(),
         deleted: result.outcome == DeleteOutcome::Deleted,
         version: nullable(version(result.version)),
     }

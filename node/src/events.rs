@@ -35,14 +35,8 @@ pub struct JsEvent {
 }
 
 pub(crate) fn js_loss(loss: &statestore::lease::Loss) -> JsLoss {
-    use statestore::lease::LossReason;
     JsLoss {
-        reason: match loss.reason {
-            LossReason::Expired => "expired",
-            LossReason::TakenOver => "takenOver",
-            LossReason::ClientClosed => "clientClosed",
-        }
-        .to_string(),
+        reason: loss.reason.names().1.to_string(),
         holder: loss.holder.as_ref().map(buffer),
         message: loss.to_string(),
     }

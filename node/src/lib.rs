@@ -64,6 +64,35 @@ pub fn set_conditions() -> Vec<Vec<String>> {
         .collect()
 }
 
+/// One word list of core's vocabulary, in JavaScript's spelling.
+#[napi(object)]
+pub struct VocabularyList {
+    /// `condition`, `event_kind`, `delete_outcome`, `loss_reason`, `lease_state`, `option_kind`.
+    pub name: String,
+    pub words: Vec<String>,
+}
+
+/// Core's vocabulary (`bindings::vocabulary`): the package's word lists and the `.d.ts` unions
+/// are checked against it.
+#[napi(catch_unwind)]
+pub fn vocabulary() -> Vec<VocabularyList> {
+    bindings::vocabulary(bindings::Case::Camel)
+        .into_iter()
+        .map(|(name, words)| VocabularyList {
+            name: name.to_string(),
+            words: words.into_iter().map(str::to_string).collect(),
+        })
+        .collect()
+}
+
+/// How two versions order, by core (`bindings::compare_versions`): -1, 0 or 1.
+#[napi(catch_unwind)]
+pub fn compare_versions(env: Env, a: String, b: String) -> napi::Result<i32> {
+    bindings::compare_versions(&a, &b)
+        .map(|order| order as i32)
+        .map_err(|e| bridge::js_error(&env, &e))
+}
+
 /// One connection setting of core (`CONNECT_OPTIONS`).
 #[napi(object)]
 pub struct ConnectOptionInfo {
@@ -79,21 +108,13 @@ pub struct ConnectOptionInfo {
 /// Core's connection settings, so the package checks names and types from one table.
 #[napi(catch_unwind)]
 pub fn connect_options() -> Vec<ConnectOptionInfo> {
-    use statestore::bindings::{OptionKind, CONNECT_OPTIONS};
+    use statestore::bindings::CONNECT_OPTIONS;
     CONNECT_OPTIONS
         .iter()
         .map(|spec| ConnectOptionInfo {
             name: spec.name.to_string(),
             js_name: spec.js_name.to_string(),
-            kind: match spec.kind {
-                OptionKind::Str => "str",
-                OptionKind::Path => "path",
-                OptionKind::Port => "port",
-                OptionKind::Bool => "bool",
-                OptionKind::Duration => "duration",
-                _ => "int",
-            }
-            .to_string(),
+            kind: spec.kind.name().to_string(),
             env: spec.env.map(str::to_string),
             default: spec.default.to_string(),
             doc: spec.doc.to_string(),

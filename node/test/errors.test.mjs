@@ -80,6 +80,27 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
     )
   })
 
+  test("index.d.ts's word unions are core's vocabulary, word for word", T, async () => {
+    const require = createRequire(createRequire(import.meta.url).resolve('mqtt-statestore'))
+    const vocabulary = Object.fromEntries(require('./native.js').vocabulary().map((v) => [v.name, v.words]))
+    const dts = require('node:fs').readFileSync(require.resolve('./index.d.ts'), 'utf8')
+    // Where index.d.ts spells each list: the text just before the union of quoted words.
+    const unions = {
+      condition: /condition\?: ((?:'[^']*'(?: \| )?)+)/,
+      event_kind: /kind: ('set'(?: \| '[^']*')+)/,
+      delete_outcome: /outcome: ((?:'[^']*'(?: \| )?)+)/,
+      loss_reason: /reason: ((?:'[^']*'(?: \| )?)+)/,
+      lease_state: /state: \{ state: ((?:'[^']*'(?: \| )?)+)/,
+      option_kind: /kind: ('str'(?: \| '[^']*')+)/,
+    }
+    assert.deepEqual(Object.keys(vocabulary).sort(), Object.keys(unions).sort(), 'a list core has and index.d.ts does not')
+    for (const [name, pattern] of Object.entries(unions)) {
+      const union = dts.match(pattern)
+      assert.ok(union, `index.d.ts spells no union for ${name}`)
+      assert.deepEqual([...union[1].matchAll(/'([^']*)'/g)].map((m) => m[1]), vocabulary[name], name)
+    }
+  })
+
   test('options', T, async () => {
     await assertTypeError(() => client.set('k', 'v', 'nx'), 'options')
     await assertTypeError(() => client.set('k', 'v', { condition: 5 }), 'options.condition')
@@ -155,14 +176,15 @@ describe('compareVersions orders exactly and refuses what is not a version', () 
     assert.equal(compareVersions('1:0:\u00e9', '1:0:\uffff'), -1, 'UTF-8 bytes, as the service')
   })
 
-  test('garbage is a TypeError naming the argument, never NaN', T, () => {
-    const bad = (e, name) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_VALUE' && e.message.includes(`"${name}"`)
+  test("garbage is core's invalid-argument error naming the argument, never NaN", T, () => {
+    const bad = (e, name) => e.code === ErrorCodes.INVALID_ARGUMENT && e.message.includes(`: ${name}: "`)
     for (const garbage of ['', 'abc', '1:2', ':1:n', '1::n', '-1:0:n', '1.5:0:n', '18446744073709551616:0:n', ' 1:0:n']) {
       assert.throws(() => compareVersions(garbage, '1:0:n'), (e) => bad(e, 'a'), garbage)
       assert.throws(() => compareVersions('1:0:n', garbage), (e) => bad(e, 'b'), garbage)
     }
-    assert.throws(() => compareVersions(undefined, '1:0:n'), (e) => bad(e, 'a'))
-    assert.throws(() => compareVersions('1:0:n', 5), TypeError)
+    const wrongType = (name) => (e) => e instanceof TypeError && e.message.includes(`"${name}"`)
+    assert.throws(() => compareVersions(undefined, '1:0:n'), wrongType('a'))
+    assert.throws(() => compareVersions('1:0:n', 5), wrongType('b'))
   })
 })
 

@@ -7,8 +7,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use statestore::{
-    Client as CoreClient, ConnectOptions, DeleteOptions, DeleteOutcome, Keys, SetCondition,
-    SetOptions,
+    Client as CoreClient, ConnectOptions, DeleteOptions, Keys, SetCondition, SetOptions,
 };
 
 use crate::api::{EventStream, OptionValue};
@@ -355,11 +354,7 @@ fn delete_options(
 }
 
 fn conv_delete(py: Python<'_>, r: statestore::DeleteResult) -> PyResult<Py<PyAny>> {
-    let outcome = match r.outcome {
-        DeleteOutcome::Deleted => "deleted",
-        DeleteOutcome::NotFound => "not_found",
-        DeleteOutcome::ValueMismatch => "value_mismatch",
-    };
+    let outcome = r.outcome.names().0;
     Ok(Py::new(
         py,
         DeleteResult {

@@ -96,10 +96,10 @@ impl std::fmt::Display for Version {
 }
 
 impl Version {
-    fn parse(text: &str) -> PyResult<Self> {
-        text.parse::<Hlc>()
+    fn parse(py: Python<'_>, text: &str, argument: &str) -> PyResult<Self> {
+        statestore::bindings::version(text, argument)
             .map(Version)
-            .map_err(|e| PyValueError::new_err(format!("not a version: {text:?}: {e}")))
+            .map_err(|e| crate::errors::to_py(py, &e))
     }
 }
 
@@ -108,7 +108,7 @@ impl Version {
     /// Parses the text form (`wallMs:counter:node`).
     #[new]
     fn new(text: &Bound<'_, PyString>) -> PyResult<Self> {
-        Self::parse(&self::text(text, "text")?)
+        Self::parse(text.py(), &self::text(text, "text")?, "text")
     }
 
     /// Milliseconds since the Unix epoch.
@@ -206,9 +206,7 @@ pub fn version_arg(ob: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option
                 return Ok(Some(v.get().0.clone()));
             }
             if let Ok(s) = ob.cast::<PyString>() {
-                return Version::parse(&text(s, name)?)
-                    .map(|v| Some(v.0))
-                    .map_err(|e| named(ob.py(), name, e));
+                return Version::parse(ob.py(), &text(s, name)?, name).map(|v| Some(v.0));
             }
             Err(named(
                 ob.py(),

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 use statestore::bindings::{Event as CoreEvent, EventStream};
-use statestore::lease::{Loss as CoreLoss, LossReason};
+use statestore::lease::Loss as CoreLoss;
 
 use crate::call::{signals, spawn, Call, SLICE};
 use crate::convert::out_bytes;
@@ -32,11 +32,7 @@ impl Loss {
 
 pub fn loss(py: Python<'_>, loss: &CoreLoss, decode: bool) -> PyResult<Loss> {
     Ok(Loss {
-        reason: match loss.reason {
-            LossReason::Expired => "expired",
-            LossReason::TakenOver => "taken_over",
-            _ => "client_closed",
-        },
+        reason: loss.reason.names().0,
         holder: loss
             .holder
             .as_ref()

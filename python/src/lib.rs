@@ -61,18 +61,15 @@ fn set_conditions() -> Vec<Vec<&'static str>> {
 fn connect_options() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
     api::CONNECT_OPTIONS
         .iter()
-        .map(|spec| {
-            let kind = match spec.kind {
-                api::OptionKind::Str => "str",
-                api::OptionKind::Path => "path",
-                api::OptionKind::Port => "port",
-                api::OptionKind::Bool => "bool",
-                api::OptionKind::Duration => "seconds",
-                _ => "int",
-            };
-            (spec.name, kind, spec.default, spec.doc)
-        })
+        .map(|spec| (spec.name, spec.kind.name(), spec.default, spec.doc))
         .collect()
+}
+
+/// Core's vocabulary (`bindings::vocabulary`), `{name: [word, ...]}`: the stubs' `Literal`s
+/// are checked against it.
+#[pyfunction]
+fn vocabulary() -> std::collections::HashMap<&'static str, Vec<&'static str>> {
+    api::vocabulary(api::Case::Snake).into_iter().collect()
 }
 
 /// Raises the library's `InvalidArgumentError` naming `name` if `value` is not valid Unicode
@@ -110,6 +107,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;
     m.add_function(wrap_pyfunction!(set_conditions, m)?)?;
+    m.add_function(wrap_pyfunction!(vocabulary, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 import asyncio
 import os
 from typing_extensions import TypeVar as TypeVar2
-from typing import Any, Callable, Final, Generic, List, Literal, Mapping, Optional, Tuple, TypeVar, Union, final, overload
+from typing import Any, Callable, Dict, Final, Generic, List, Literal, Mapping, Optional, Tuple, TypeVar, Union, final, overload
 
 _T = TypeVar("_T")
 #: What the client returns for keys, values and names: ``bytes``, or ``str`` on a client
@@ -41,11 +41,13 @@ __all__ = [
     "panicking_call",
     "set_conditions",
     "stop_logs",
+    "vocabulary",
 ]
 
 def error_codes() -> List[Tuple[int, str, str, str, str]]: ...
 def connect_options() -> List[Tuple[str, str, str, str]]: ...
 def set_conditions() -> List[List[str]]: ...
+def vocabulary() -> Dict[str, List[str]]: ...
 def _set_error_factory(factory: Callable[[int, str, bool], BaseException]) -> None: ...
 
 @final

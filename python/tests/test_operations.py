@@ -67,6 +67,46 @@ def test_condition_names_come_from_core(client: Client, key: str) -> None:
         client.set(key, "v", condition="sometimes")  # type: ignore[arg-type]
 
 
+def test_stub_literals_are_cores_vocabulary() -> None:
+    """Every word list of the stubs (``Literal[...]``) is core's vocabulary, word for word, and
+    ``CONNECT_OPTIONS`` names only kinds core knows."""
+    import ast
+    import pathlib
+
+    from statestore import _native
+
+    vocabulary = _native.vocabulary()
+    stub = ast.parse((pathlib.Path(_native.__file__).parent / "_native.pyi").read_text())
+
+    def literal(node: ast.expr) -> list[str]:
+        assert isinstance(node, ast.Subscript) and ast.unparse(node.value) == "Literal", ast.unparse(node)
+        elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return [e.value for e in elements if isinstance(e, ast.Constant)]
+
+    def returned(cls: str, method: str) -> list[str]:
+        for node in stub.body:
+            if isinstance(node, ast.ClassDef) and node.name == cls:
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == method and item.returns:
+                        return literal(item.returns)
+        raise AssertionError(f"the stub has no {cls}.{method}")
+
+    (conditions,) = [
+        literal(n.value) for n in stub.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "_Condition"
+    ]
+    in_stub = {
+        "condition": [c for c in conditions if c.islower()],
+        "event_kind": returned("Event", "kind"),
+        "delete_outcome": returned("DeleteResult", "outcome"),
+        "loss_reason": returned("Loss", "reason"),
+        "lease_state": returned("Lease", "state"),
+    }
+    assert set(vocabulary) == set(in_stub) | {"option_kind"}, "a list core has and the stub does not"
+    for name, words in in_stub.items():
+        assert words == vocabulary[name], name
+    assert {kind for _, kind, *_ in statestore.CONNECT_OPTIONS} <= set(vocabulary["option_kind"])
+
+
 def test_vdel(client: Client, key: str) -> None:
     client.set(key, "me")
     assert client.vdel(key, "you").outcome == "value_mismatch"

@@ -38,6 +38,16 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind, in the order of their codes: the list hosts offer listeners for.
+    pub const ALL: [EventKind; 6] = [
+        Self::Set,
+        Self::Delete,
+        Self::Resynced,
+        Self::Elected,
+        Self::Vacant,
+        Self::Lost,
+    ];
+
     /// Lower-case name: `"set"`, `"delete"`, `"resynced"`, `"elected"`, `"vacant"`, `"lost"`.
     pub fn name(self) -> &'static str {
         match self {

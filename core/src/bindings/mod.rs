@@ -16,6 +16,10 @@
 //! - [`logs`]: the library's `tracing` records forwarded to the host's logger.
 //! - [`duration`]: numbers of seconds or milliseconds from a host as durations and deadlines,
 //!   by one rule (what a negative, NaN, infinite or huge value means).
+//! - [`set_condition`], [`version`], [`compare_versions`] and the `names` of
+//!   [`EventKind`], [`DeleteOutcome`](crate::DeleteOutcome),
+//!   [`LeaseState`](crate::lease::LeaseState) and [`LossReason`](crate::lease::LossReason): one
+//!   vocabulary, which every language reads rather than spelling it again.
 //! - [`catch_panic`]: a panic as an error, never unwinding into a host.
 //! - [`shutdown`]: the library's threads ended and joined, for hosts that must leave none.
 //!
@@ -30,12 +34,14 @@ mod handles;
 pub mod logs;
 mod options;
 mod pending;
+mod vocab;
 
 pub use crate::error::{ErrorCategory, ErrorInfo};
 pub use events::{Event, EventKind, EventStream};
 pub use handles::HandleTable;
 pub use options::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
 pub use pending::{Canceller, Pending};
+pub use vocab::{compare_versions, set_condition, version, vocabulary, Case};
 
 /// The error for a text argument that is not valid Unicode (a string holding a lone UTF-16
 /// surrogate, which has no UTF-8 form). Every binding refuses such a string with this error
@@ -45,22 +51,6 @@ pub fn not_unicode(name: &str) -> crate::Error {
         "{name}: the string is not valid Unicode (it holds a lone surrogate, which has no UTF-8 \
          form); pass valid text, or bytes where the argument takes bytes"
     ))
-}
-
-/// The SET condition a host named `name` for its argument `argument` (any name of
-/// [`SetCondition::NAMES`](crate::SetCondition::NAMES), in any ASCII case); an unknown name is
-/// an invalid argument that lists the accepted ones.
-pub fn set_condition(name: &str, argument: &str) -> crate::Result<crate::SetCondition> {
-    crate::SetCondition::from_name(name).ok_or_else(|| {
-        let accepted: Vec<String> = crate::SetCondition::NAMES
-            .iter()
-            .flat_map(|(_, names)| names.iter().map(|n| format!("'{n}'")))
-            .collect();
-        crate::Error::InvalidArgument(format!(
-            "{argument}: {name:?} is not a condition; use one of {}",
-            accepted.join(", ")
-        ))
-    })
 }
 
 /// Runs `f`, turning a panic into [`Error::Internal`](crate::Error::Internal) naming `what`

@@ -26,6 +26,31 @@ pub enum OptionKind {
     Int,
 }
 
+impl OptionKind {
+    /// Every kind.
+    pub const ALL: [OptionKind; 6] = [
+        Self::Str,
+        Self::Path,
+        Self::Port,
+        Self::Bool,
+        Self::Duration,
+        Self::Int,
+    ];
+
+    /// The kind's name in every language's copy of the table: `str`, `path`, `port`, `bool`,
+    /// `duration` (in the host's unit) or `int`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Str => "str",
+            Self::Path => "path",
+            Self::Port => "port",
+            Self::Bool => "bool",
+            Self::Duration => "duration",
+            Self::Int => "int",
+        }
+    }
+}
+
 /// One connection setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

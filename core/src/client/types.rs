@@ -138,6 +138,26 @@ pub enum DeleteOutcome {
     ValueMismatch = 2,
 }
 
+impl DeleteOutcome {
+    /// Every outcome, in the order of their codes.
+    pub const ALL: [DeleteOutcome; 3] = [Self::Deleted, Self::NotFound, Self::ValueMismatch];
+
+    /// The outcome's name as the bindings spell it, `(snake_case, camelCase)`: Python says
+    /// `not_found`, JavaScript `notFound`; one place, so they cannot drift.
+    ///
+    /// ```
+    /// use statestore::DeleteOutcome;
+    /// assert_eq!(DeleteOutcome::ValueMismatch.names(), ("value_mismatch", "valueMismatch"));
+    /// ```
+    pub fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Deleted => ("deleted", "deleted"),
+            Self::NotFound => ("not_found", "notFound"),
+            Self::ValueMismatch => ("value_mismatch", "valueMismatch"),
+        }
+    }
+}
+
 /// Result of a DEL or VDEL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -37,12 +37,16 @@ impl LeaseState {
     /// assert_eq!(LeaseState::NotHeld.names(), ("not_held", "notHeld"));
     /// ```
     pub fn names(&self) -> (&'static str, &'static str) {
-        match self {
-            Self::NotHeld => ("not_held", "notHeld"),
-            Self::Held { .. } => ("held", "held"),
-            Self::Lost(_) => ("lost", "lost"),
-        }
+        Self::NAMES[match self {
+            Self::NotHeld => 0,
+            Self::Held { .. } => 1,
+            Self::Lost(_) => 2,
+        }]
     }
+
+    /// Every state's [`names`](Self::names): not held, held, lost.
+    pub const NAMES: [(&'static str, &'static str); 3] =
+        [("not_held", "notHeld"), ("held", "held"), ("lost", "lost")];
 
     /// Whether the lease is held.
     ///
@@ -102,6 +106,26 @@ pub enum LossReason {
     TakenOver = 2,
     /// The client was closed.
     ClientClosed = 3,
+}
+
+impl LossReason {
+    /// Every reason, in the order of their codes.
+    pub const ALL: [LossReason; 3] = [Self::Expired, Self::TakenOver, Self::ClientClosed];
+
+    /// The reason's name as the bindings spell it, `(snake_case, camelCase)`: Python says
+    /// `taken_over`, JavaScript `takenOver`; one place, so they cannot drift.
+    ///
+    /// ```
+    /// use statestore::lease::LossReason;
+    /// assert_eq!(LossReason::ClientClosed.names(), ("client_closed", "clientClosed"));
+    /// ```
+    pub fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Expired => ("expired", "expired"),
+            Self::TakenOver => ("taken_over", "takenOver"),
+            Self::ClientClosed => ("client_closed", "clientClosed"),
+        }
+    }
 }
 
 /// How a held lease was lost: the reason, and what is known about it.

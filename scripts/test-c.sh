@@ -149,12 +149,12 @@ run "cmake app (shared) runs" 30 "$cmake_dir/build/app_shared"
 run "cmake app (static) runs" 30 "$cmake_dir/build/app_static"
 run "cmake app (C++) runs" 30 "$cmake_dir/build/app_cpp"
 
-# --- every C and C++ block of the READMEs, read from the READMEs (so they cannot drift),
-# compiled with the README's line and run against the local store: each must end by itself
-# with status 0
+# --- every C and C++ block of the docs (the README, the package README and every guide in
+# docs/), read from the docs themselves (so they cannot drift), compiled with the README's line
+# and run against the local store: each must end by itself with status 0
 source scripts/lib/readme-blocks.sh
 examples=0
-for readme in README.md bindings/README.md; do
+for readme in README.md bindings/README.md docs/*.md; do
   for lang in c cpp; do
     readme_blocks "$readme" "$lang" "$bin/readme-${readme//\//_}"
   done
@@ -170,7 +170,8 @@ for source in "$bin"/readme-*.c "$bin"/readme-*.cpp; do
   run "$name builds" 120 bash -c "${compile[*]} -o '$bin/${name%.*}' \$(pkg-config --cflags --libs statestore) -Wl,-rpath,'$libdir'"
   run "$name runs and ends" 60 "$bin/${name%.*}" "$port"
 done
-[ "$examples" -ge 3 ] && pass "README examples found ($examples)" || fail "README examples found ($examples, expected C and C++ blocks)"
+# The README, bindings/README.md and docs/c.md hold a C program each, docs/c.md a C++ one too.
+[ "$examples" -ge 4 ] && pass "docs examples found ($examples)" || fail "docs examples found ($examples, expected at least 4 C and C++ blocks)"
 
 # --- shared scenarios
 if [ -f tests/c/scenarios.c ] && ls tests/scenarios/*.json >/dev/null 2>&1; then

@@ -1,7 +1,7 @@
 //! Exit statuses scripts can rely on, and the one-line error report on stderr.
 //!
 //! This module is the whole mapping from what went wrong to a process exit status; the
-//! `--help` text and cli/README.md list the same table.
+//! `--help` text and docs/cli.md list the same table.
 
 use std::fmt::Display;
 use std::process::ExitCode;

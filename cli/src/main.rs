@@ -1,5 +1,5 @@
 //! `statestore`: the command line tool of the MQTT broker state store. See `--help` and
-//! cli/README.md.
+//! docs/cli.md.
 
 mod args;
 mod commands;

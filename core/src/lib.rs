@@ -97,3 +97,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeExamples;
+
+/// The Rust examples of the Rust guide (`docs/rust.md`), compiled and run as doctests, so that
+/// they stay complete programs that work as written.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/rust.md")]
+pub struct RustGuideExamples;

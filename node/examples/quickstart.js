@@ -1,4 +1,4 @@
-// The README example: node examples/quickstart.js [host:port]
+// The tour of docs/node.md: node examples/quickstart.js [host:port]
 // Without an address it starts the in-process local state store (statestore/testing).
 const { Client } = require('mqtt-statestore')
 const { startLocalServer } = require('mqtt-statestore/testing')

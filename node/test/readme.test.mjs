@@ -1,6 +1,6 @@
-// Every JavaScript example of the READMEs runs as written, in a child process, and ends by
-// itself with status 0: the code blocks are read from the READMEs themselves, so the docs
-// cannot drift from what works.
+// Every JavaScript example of the docs (the README, the package READMEs and every guide in
+// docs/) runs as written, in a child process, and ends by itself with status 0: the code blocks
+// are read from the docs themselves, so they cannot drift from what works.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -11,7 +11,14 @@ import { test } from 'node:test'
 import { deadline, repo } from './helpers.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const READMES = ['README.md', 'node/README.md', 'node/testing/README.md']
+// Each of these must hold JavaScript examples; any other guide in docs/ is read when it has some.
+const READMES = ['README.md', 'node/README.md', 'node/testing/README.md', 'docs/node.md']
+const GUIDES = fs
+  .readdirSync(path.join(repo, 'docs'))
+  .filter((name) => name.endsWith('.md'))
+  .sort()
+  .map((name) => `docs/${name}`)
+const DOCS = [...READMES, ...GUIDES.filter((guide) => !READMES.includes(guide))]
 
 /** The fenced blocks of `language` in a Markdown file: [{ line, code }]. */
 function blocks(file, language) {
@@ -44,11 +51,11 @@ function run(file) {
   })
 }
 
-test('the READMEs have JavaScript examples', () => {
+test('the docs have JavaScript examples', () => {
   for (const readme of READMES) assert.ok(blocks(path.join(repo, readme), 'js').length > 0, `${readme} has no js block`)
 })
 
-for (const readme of READMES) {
+for (const readme of DOCS) {
   for (const { line, code } of blocks(path.join(repo, readme), 'js')) {
     test(`${readme}:${line} runs as written and ends by itself`, { timeout: 90_000 }, async () => {
       // Beside the tests, so that `mqtt-statestore` resolves as it does for the suite. An ES

@@ -1,6 +1,6 @@
-"""The README's example: set, get, a conditional set, delete, a lock with its fencing token,
-and listing keys. Runs against STATESTORE_HOST/STATESTORE_PORT, or an in-process local state
-store when they are not set."""
+"""The example of docs/python.md: set, get, a conditional set, delete, a lock with its
+fencing token, and listing keys. Runs against STATESTORE_HOST/STATESTORE_PORT, or an
+in-process local state store when they are not set."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Every Python example of the READMEs runs as written, in a fresh interpreter, and ends by
-itself with status 0: the code blocks are read from the READMEs themselves, so the docs cannot
-drift from what works."""
+"""Every Python example of the docs (the README, the package READMEs and every guide in docs/)
+runs as written, in a fresh interpreter, and ends by itself with status 0: the code blocks are
+read from the docs themselves, so they cannot drift from what works."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import List, Tuple
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-READMES = ["README.md", "python/README.md", "python/testing/README.md"]
+# Each of these must hold Python examples; any other guide in docs/ is read when it has some.
+READMES = ["README.md", "python/README.md", "python/testing/README.md", "docs/python.md"]
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 
 
@@ -38,10 +39,12 @@ def blocks(readme: str, language: str) -> List[Tuple[int, str]]:
     return out
 
 
-EXAMPLES = [(readme, line, code) for readme in READMES for line, code in blocks(readme, "python")]
+GUIDES = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "docs").glob("*.md"))
+DOCS = READMES + [guide for guide in GUIDES if guide not in READMES]
+EXAMPLES = [(doc, line, code) for doc in DOCS for line, code in blocks(doc, "python")]
 
 
-def test_the_readmes_have_python_examples() -> None:
+def test_the_docs_have_python_examples() -> None:
     for readme in READMES:
         assert blocks(readme, "python"), f"{readme} has no python block"
 

@@ -433,7 +433,7 @@ def test_readme_example_runs_as_written() -> None:
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
     example = re.findall(r"```python\n(.*?)```", readme, re.S)[0]
     r = run_python(example)
     assert r.returncode == 0, r.stderr

@@ -49,8 +49,8 @@ pub use error::ServerError;
 #[cfg(feature = "service")]
 pub use server::Server;
 
-/// The Rust example of this crate's README, compiled and run as a doctest, so that it stays a
-/// complete program that works as written.
+/// The Rust example of this crate's guide (`docs/server.md`), compiled and run as a doctest, so
+/// that it stays a complete program that works as written.
 #[cfg(all(doctest, feature = "service"))]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeExamples;
+#[doc = include_str!("../../docs/server.md")]
+pub struct GuideExamples;

@@ -5,7 +5,7 @@
 //! an ordinary character, and an unclosed `[` or a `**` that is not a whole path component
 //! (`/`-separated) is an invalid pattern.
 //!
-//! Choices where the service's behaviour is not documented (server/README.md, SCAN):
+//! Choices where the service's behaviour is not documented (docs/server.md, SCAN):
 //! - Glob matches text, keys are bytes: a key that is not UTF-8 is matched as its text with
 //!   each invalid sequence replaced by U+FFFD, so `*` still lists every key and `?` takes an
 //!   invalid sequence as one character.

@@ -5,10 +5,8 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CString};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -33,71 +31,12 @@ pub struct statestore_client {
 
 pub(crate) static CLIENTS: Handles<ClientState> = Handles::new(1, "statestore_client");
 
-/// The live calls of one client: what close cancels and waits for.
+/// The live calls of one client, blocking and `_async` alike: what close cancels (through
+/// each call's `Pending`) and waits for.
 #[derive(Default)]
 struct Calls {
     next: u64,
-    live: HashMap<u64, Stop>,
-}
-
-/// How close ends a live call: an async call through its `Pending`, a blocking call (polled
-/// on the caller's thread, which is faster than a hop to a runtime thread and back) through
-/// a flag its future checks.
-#[derive(Clone)]
-enum Stop {
-    Async(Canceller),
-    Blocking(Arc<StopFlag>),
-}
-
-impl Stop {
-    fn stop(&self) {
-        match self {
-            Self::Async(canceller) => canceller.cancel(),
-            Self::Blocking(flag) => flag.stop(),
-        }
-    }
-}
-
-#[derive(Default)]
-struct StopFlag {
-    stopped: AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl StopFlag {
-    fn stop(&self) {
-        self.stopped.store(true, Ordering::Release);
-        if let Some(waker) = self.waker.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            waker.wake();
-        }
-    }
-}
-
-/// A blocking call's future that `StopFlag::stop` ends with `Error::Cancelled`.
-struct Stoppable<F> {
-    future: Pin<Box<F>>,
-    flag: Arc<StopFlag>,
-}
-
-impl<T, F: Future<Output = Result<T>>> Future for Stoppable<F> {
-    type Output = Result<T>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
-        if self.flag.stopped.load(Ordering::Acquire) {
-            return Poll::Ready(Err(Error::Cancelled));
-        }
-        {
-            let mut waker = self.flag.waker.lock().unwrap_or_else(|e| e.into_inner());
-            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *waker = Some(cx.waker().clone());
-            }
-        }
-        // A stop between the first check and storing the waker found no waker to wake.
-        if self.flag.stopped.load(Ordering::Acquire) {
-            return Poll::Ready(Err(Error::Cancelled));
-        }
-        self.future.as_mut().poll(cx)
-    }
+    live: HashMap<u64, Canceller>,
 }
 
 /// A client handle's state.
@@ -149,15 +88,24 @@ impl ClientState {
         self.pid == runtime::current_pid()
     }
 
-    fn register(&self, stop: Stop) -> Result<u64> {
+    /// Makes the `Pending` of a call of this client and records its canceller, so that close
+    /// ends it; once the client is closing, the call is not made and completes with
+    /// `Error::Closed`. Unregister the id once the result is delivered.
+    fn track<T, F>(&self, future: F) -> (Pending<T>, u64)
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
         let mut calls = self.lock_calls();
-        if self.closing.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
+        let pending = if self.closing.load(Ordering::Acquire) {
+            Pending::ready(Err(Error::Closed))
+        } else {
+            Pending::spawn(future)
+        };
         calls.next += 1;
         let id = calls.next;
-        calls.live.insert(id, stop);
-        Ok(id)
+        calls.live.insert(id, pending.canceller());
+        (pending, id)
     }
 
     fn unregister(&self, id: u64) {
@@ -180,15 +128,11 @@ impl ClientState {
     /// returns its result, or `Error::Closed` when the client closes first.
     pub(crate) fn call<T, F>(&self, future: F) -> Result<T>
     where
-        F: Future<Output = Result<T>>,
+        T: Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
     {
-        let flag = Arc::new(StopFlag::default());
-        let id = self.register(Stop::Blocking(flag.clone()))?;
-        let result = runtime::block_on(Stoppable {
-            future: Box::pin(future),
-            flag,
-        })
-        .and_then(|result| result);
+        let (pending, id) = self.track(future);
+        let result = pending.wait();
         self.unregister(id);
         self.closed_if_cancelled(result)
     }
@@ -218,18 +162,7 @@ impl ClientState {
         T: Send + 'static,
         F: Future<Output = Result<T>> + Send + 'static,
     {
-        let (pending, id) = {
-            let mut calls = self.lock_calls();
-            let pending = if self.closing.load(Ordering::Acquire) {
-                Pending::ready(Err(Error::Closed))
-            } else {
-                Pending::spawn(future)
-            };
-            calls.next += 1;
-            let id = calls.next;
-            calls.live.insert(id, Stop::Async(pending.canceller()));
-            (pending, id)
-        };
+        let (pending, id) = self.track(future);
         let state = self.clone();
         let complete = move |result: Result<T>| {
             let result = state.closed_if_cancelled(result);
@@ -278,9 +211,9 @@ impl ClientState {
             // Not tracked: the close itself must not be cancelled below.
             Pending::spawn(async move { client.close().await }).wait()?;
         }
-        let live: Vec<Stop> = self.lock_calls().live.values().cloned().collect();
+        let live: Vec<Canceller> = self.lock_calls().live.values().cloned().collect();
         for call in live {
-            call.stop();
+            call.cancel();
         }
         if !IN_CALLBACK.with(Cell::get) {
             let mut calls = self.lock_calls();

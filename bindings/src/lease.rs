@@ -11,9 +11,9 @@ use statestore_core::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, U
 use statestore_core::{Error, Hlc, Result};
 
 use crate::client::{
-    statestore_client, statestore_done_cb, statestore_value, value_of, ClientState, OwnedValue,
-    CLIENTS,
+    statestore_client, statestore_done_cb, statestore_value, value_of, OwnedValue, CLIENTS,
 };
+use crate::client_state::ClientState;
 use crate::observe::{new_observation, statestore_observation};
 use crate::reply::{Call, Reply};
 use crate::status::{c_string, entry, statestore_status};

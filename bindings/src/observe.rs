@@ -9,8 +9,9 @@ use bytes::Bytes;
 use statestore_core::bindings::{Event, EventStream};
 use statestore_core::{Client, Error, Observation, Result};
 
-use crate::client::{key_op, run_callback, statestore_client, statestore_done_cb, Owned};
-use crate::reply::{Call, Reply};
+use crate::callbacks::run_callback;
+use crate::client::{key_op, statestore_client, statestore_done_cb};
+use crate::reply::{Call, Owned, Reply};
 use crate::status::{entry, statestore_status};
 use crate::util::{self, null, CText, Handles, Out, UserData};
 

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use statestore_core::bindings::{ErrorInfo, Pending};
 use statestore_core::{Error, Result};
 
-use crate::client::{run_callback, ClientState, Owned};
+use crate::callbacks::run_callback;
+use crate::client_state::ClientState;
 use crate::status::{c_string, entry, statestore_status};
 use crate::util::{null, Out, UserData};
 
@@ -52,6 +53,36 @@ pub(crate) trait ToC {
     /// Calls `f` with the result as a callback argument: borrowed for the call (a struct, a
     /// string) or given away (a new handle).
     fn lend(self, f: impl FnOnce(Self::Arg));
+}
+
+/// A result the library allocated: the C view first, then what it points into. The view's
+/// pointers point into `keep`'s heap memory (`Bytes`, `Vec`, [`CText`](crate::util::CText)), never into the
+/// struct itself, so they stay valid when the `Owned` moves.
+#[repr(C)]
+pub(crate) struct Owned<C, K> {
+    pub(crate) view: C,
+    pub(crate) keep: K,
+}
+
+impl<C, K> Owned<C, K> {
+    /// The result on the heap, as the pointer C gets: its view, the struct's first field
+    /// (`repr(C)`), so the pointer is also that of the whole `Owned`.
+    pub(crate) fn into_raw(self) -> *mut C {
+        Box::into_raw(Box::new(self)).cast()
+    }
+
+    /// Frees a result given to C by [`Owned::into_raw`].
+    ///
+    /// # Safety
+    /// `view` is NULL or was returned by `into_raw` of the same `Owned<C, K>` type and not
+    /// freed since. In C terms: NULL, or a result of this library's matching type, freed once.
+    pub(crate) unsafe fn free(view: *mut C) {
+        if !view.is_null() {
+            // SAFETY: `view` came from `Box::into_raw` of an `Owned<C, K>` (this function's
+            // contract); the cast only undoes `into_raw`'s, and the box is freed once.
+            drop(unsafe { Box::from_raw(view.cast::<Owned<C, K>>()) });
+        }
+    }
 }
 
 /// A result struct: the caller frees it; a callback borrows it.

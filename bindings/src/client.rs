@@ -14,7 +14,7 @@ use statestore_core::{
 use crate::callbacks::refuse_in_inline_callback;
 use crate::client_state::ClientState;
 use crate::options::{statestore_options, with_settings};
-use crate::reply::{Call, Owned, Reply, ToC};
+use crate::reply::{Owned, PreparedCall, Reply, ToC};
 use crate::status::{entry, statestore_status};
 use crate::util::{self, CText, Handles, Out};
 
@@ -31,10 +31,12 @@ fn new_client(client: Client, inline_callbacks: bool) -> *mut statestore_client 
     CLIENTS.insert(Arc::new(ClientState::new(client, inline_callbacks)))
 }
 
-fn connect_op(options: *const statestore_options) -> Result<Call<Client, *mut statestore_client>> {
+fn connect_op(
+    options: *const statestore_options,
+) -> Result<PreparedCall<Client, *mut statestore_client>> {
     let settings = with_settings(options, |settings| Ok(settings.clone()))?;
     let inline = settings.inline_callbacks;
-    Ok(Call::detached(
+    Ok(PreparedCall::detached(
         Client::connect(settings.connect),
         move |client| new_client(client, inline),
     ))
@@ -454,7 +456,7 @@ unsafe fn delete_options(options: *const statestore_delete_options) -> Result<De
 }
 
 // ---------------------------------------------------------------------------------------
-// Operations: each turns C arguments into a `Call` once; its blocking entry point waits for
+// Operations: each turns C arguments into a `PreparedCall` once; its blocking entry point waits for
 // the result, its `_async` twin hands the result to a callback (`crate::reply`).
 
 /// A SET from its C arguments, which are copied before it returns.
@@ -468,7 +470,7 @@ unsafe fn set_op(
     value: *const u8,
     value_len: usize,
     options: *const statestore_set_options,
-) -> Result<Call<SetResult, OwnedSetResult>> {
+) -> Result<PreparedCall<SetResult, OwnedSetResult>> {
     let state = CLIENTS.get(client, "client")?;
     // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, "key") }?;
@@ -477,7 +479,7 @@ unsafe fn set_op(
     // SAFETY: `options` is NULL or a readable struct (this function's contract).
     let options = unsafe { set_options(options) }?;
     let client = state.client.clone();
-    Ok(Call::new(
+    Ok(PreparedCall::new(
         &state,
         async move { client.set(key, value, options).await },
         |outcome: SetResult| owned_set_result(outcome.applied, outcome.version.as_ref()),
@@ -496,7 +498,7 @@ pub(crate) unsafe fn key_op<T, R, F>(
     name: &str,
     op: impl FnOnce(Client, Bytes) -> F,
     convert: impl FnOnce(T) -> R + Send + 'static,
-) -> Result<Call<T, R>>
+) -> Result<PreparedCall<T, R>>
 where
     T: Send + 'static,
     R: ToC + 'static,
@@ -505,7 +507,11 @@ where
     let state = CLIENTS.get(client, "client")?;
     // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, name) }?;
-    Ok(Call::new(&state, op(state.client.clone(), key), convert))
+    Ok(PreparedCall::new(
+        &state,
+        op(state.client.clone(), key),
+        convert,
+    ))
 }
 
 /// A GET from its C arguments.
@@ -517,7 +523,7 @@ unsafe fn get_op(
     key: *const u8,
     key_len: usize,
     timeout_ms: i64,
-) -> Result<Call<Option<Value>, Option<OwnedValue>>> {
+) -> Result<PreparedCall<Option<Value>, Option<OwnedValue>>> {
     let timeout = match u64::try_from(timeout_ms) {
         Ok(ms) => Some(util::positive_millis(ms, "timeout_ms")?),
         Err(_) => None,
@@ -541,7 +547,7 @@ unsafe fn delete_op(
     key_len: usize,
     value: Option<(*const u8, usize)>,
     options: *const statestore_delete_options,
-) -> Result<Call<DeleteResult, OwnedDeleteResult>> {
+) -> Result<PreparedCall<DeleteResult, OwnedDeleteResult>> {
     let state = CLIENTS.get(client, "client")?;
     // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, "key") }?;
@@ -553,7 +559,7 @@ unsafe fn delete_op(
     // SAFETY: `options` is NULL or a readable struct (this function's contract).
     let options = unsafe { delete_options(options) }?;
     let client = state.client.clone();
-    Ok(Call::new(
+    Ok(PreparedCall::new(
         &state,
         async move {
             match value {
@@ -573,7 +579,7 @@ unsafe fn keys_op(
     client: *const statestore_client,
     pattern: *const u8,
     len: usize,
-) -> Result<Call<Vec<Bytes>, OwnedKeyList>> {
+) -> Result<PreparedCall<Vec<Bytes>, OwnedKeyList>> {
     let keys = |client: Client, pattern| async move { client.keys_all(pattern).await };
     // SAFETY: `pattern` as `key_op` requires (this function's contract).
     unsafe {

@@ -4,11 +4,8 @@
  * The client talks to the server through a relay on a loopback port that stops forwarding
  * the client's packets on request: the blocking GET's request then reaches the relay and never
  * the server, so the call is certainly waiting (its request was sent) when the client closes. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
-#include <sys/socket.h>
 
 #include "check.h"
 
@@ -103,16 +100,7 @@ static void relay_start(relay *r) {
     pthread_mutex_init(&r->mutex, NULL);
     pthread_cond_init(&r->cond, NULL);
     r->header = -1;
-    r->listener = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(r->listener >= 0);
-    struct sockaddr_in addr = {0};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(bind(r->listener, (struct sockaddr *)&addr, sizeof addr) == 0);
-    CHECK(listen(r->listener, 1) == 0);
-    socklen_t len = sizeof addr;
-    CHECK(getsockname(r->listener, (struct sockaddr *)&addr, &len) == 0);
-    r->port = ntohs(addr.sin_port);
+    r->listener = test_loopback_socket(1, &r->port);
     CHECK(pthread_create(&r->thread, NULL, relay_run, r) == 0);
 }
 

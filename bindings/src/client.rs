@@ -1,27 +1,21 @@
 //! The client: connect, the key-value operations (blocking and `_async`), close and free.
 
-use std::cell::Cell;
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CString};
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use statestore_core::bindings::{Canceller, Pending};
-use statestore_core::runtime;
 use statestore_core::{
     Client, DeleteOptions, DeleteOutcome, DeleteResult, Error, Result, SetCondition, SetOptions,
     SetResult, Value,
 };
 
+use crate::callbacks::refuse_in_inline_callback;
+use crate::client_state::ClientState;
 use crate::options::{statestore_options, with_settings};
-use crate::reply::{Call, Reply, ToC};
-use crate::status::{c_string, entry, statestore_status};
+use crate::reply::{Owned, PreparedCall, Reply, ToC};
+use crate::status::{entry, statestore_status};
 use crate::util::{self, CText, Handles, Out};
 
 /// A connection to the state store. Create it with `statestore_connect()` or
@@ -33,293 +27,16 @@ pub struct statestore_client {
 
 pub(crate) static CLIENTS: Handles<ClientState> = Handles::new(1, "statestore_client");
 
-/// The live calls of one client: what close cancels and waits for.
-#[derive(Default)]
-struct Calls {
-    next: u64,
-    live: HashMap<u64, Stop>,
-}
-
-/// How close ends a live call: an async call through its `Pending`, a blocking call (polled
-/// on the caller's thread, which is faster than a hop to a runtime thread and back) through
-/// a flag its future checks.
-#[derive(Clone)]
-enum Stop {
-    Async(Canceller),
-    Blocking(Arc<StopFlag>),
-}
-
-impl Stop {
-    fn stop(&self) {
-        match self {
-            Self::Async(canceller) => canceller.cancel(),
-            Self::Blocking(flag) => flag.stop(),
-        }
-    }
-}
-
-#[derive(Default)]
-struct StopFlag {
-    stopped: AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl StopFlag {
-    fn stop(&self) {
-        self.stopped.store(true, Ordering::Release);
-        if let Some(waker) = self.waker.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            waker.wake();
-        }
-    }
-}
-
-/// A blocking call's future that `StopFlag::stop` ends with `Error::Cancelled`.
-struct Stoppable<F> {
-    future: Pin<Box<F>>,
-    flag: Arc<StopFlag>,
-}
-
-impl<T, F: Future<Output = Result<T>>> Future for Stoppable<F> {
-    type Output = Result<T>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
-        if self.flag.stopped.load(Ordering::Acquire) {
-            return Poll::Ready(Err(Error::Cancelled));
-        }
-        {
-            let mut waker = self.flag.waker.lock().unwrap_or_else(|e| e.into_inner());
-            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *waker = Some(cx.waker().clone());
-            }
-        }
-        // A stop between the first check and storing the waker found no waker to wake.
-        if self.flag.stopped.load(Ordering::Acquire) {
-            return Poll::Ready(Err(Error::Cancelled));
-        }
-        self.future.as_mut().poll(cx)
-    }
-}
-
-/// A client handle's state.
-pub(crate) struct ClientState {
-    pub(crate) client: Client,
-    client_id: CString,
-    /// Whether `_async` completions run where the call completed (`STATESTORE_CALLBACKS_INLINE`).
-    inline_callbacks: bool,
-    calls: Mutex<Calls>,
-    idle: Condvar,
-    closing: AtomicBool,
-    /// The process the client was created in: its connection does not survive `fork()`.
-    pid: u32,
-}
-
-thread_local! {
-    /// Set while a callback of this library runs on this thread.
-    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
-    /// Set while an inline callback runs on this (runtime) thread.
-    static IN_INLINE_CALLBACK: Cell<bool> = const { Cell::new(false) };
-    /// Set while an `_async` function registers its completion on this thread.
-    static STARTING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether a callback of this library runs on this thread.
-pub(crate) fn in_callback() -> bool {
-    IN_CALLBACK.with(Cell::get)
-}
-
-/// Runs a C callback (through `call`): marks the thread as inside a callback and keeps any
-/// panic of the translation code from unwinding into the dispatcher.
-pub(crate) fn run_callback(call: impl FnOnce()) {
-    let outer = IN_CALLBACK.with(|c| c.replace(true));
-    let _ = catch_unwind(AssertUnwindSafe(call));
-    IN_CALLBACK.with(|c| c.set(outer));
-}
-
-impl ClientState {
-    fn lock_calls(&self) -> MutexGuard<'_, Calls> {
-        // Calls is a map edited in single statements: a poisoned lock is still consistent.
-        self.calls.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Whether this is the process the client was created in. Calls need no such check (core
-    /// refuses a call of a client inherited across `fork()`), but core's close does not: in a
-    /// child it would wait out its grace period for tasks of the parent's runtime, then
-    /// report success.
-    fn created_here(&self) -> bool {
-        self.pid == runtime::current_pid()
-    }
-
-    fn register(&self, stop: Stop) -> Result<u64> {
-        let mut calls = self.lock_calls();
-        if self.closing.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        calls.next += 1;
-        let id = calls.next;
-        calls.live.insert(id, stop);
-        Ok(id)
-    }
-
-    fn unregister(&self, id: u64) {
-        let mut calls = self.lock_calls();
-        calls.live.remove(&id);
-        if calls.live.is_empty() {
-            self.idle.notify_all();
-        }
-    }
-
-    /// A call cancelled by `close` reports that the client closed.
-    fn closed_if_cancelled<T>(&self, result: Result<T>) -> Result<T> {
-        match result {
-            Err(Error::Cancelled) if self.closing.load(Ordering::Acquire) => Err(Error::Closed),
-            other => other,
-        }
-    }
-
-    /// Runs `future` to completion on the calling thread (within the library's runtime) and
-    /// returns its result, or `Error::Closed` when the client closes first.
-    pub(crate) fn call<T, F>(&self, future: F) -> Result<T>
-    where
-        F: Future<Output = Result<T>>,
-    {
-        let flag = Arc::new(StopFlag::default());
-        let id = self.register(Stop::Blocking(flag.clone()))?;
-        let result = runtime::block_on(Stoppable {
-            future: Box::pin(future),
-            flag,
-        })
-        .and_then(|result| result);
-        self.unregister(id);
-        self.closed_if_cancelled(result)
-    }
-
-    /// Runs `future` on the library's runtime; `done` runs exactly once with the result
-    /// (`STATESTORE_ERR_CLOSED` if the client closes first), on the dispatcher thread or, for
-    /// a client with inline callbacks, where the call completed. Every such call is tracked,
-    /// so that close waits for its callback.
-    pub(crate) fn call_async<T, F>(
-        self: &Arc<Self>,
-        future: F,
-        done: impl FnOnce(Result<T>) + Send + 'static,
-    ) where
-        T: Send + 'static,
-        F: Future<Output = Result<T>> + Send + 'static,
-    {
-        self.call_async_on(future, done, self.inline_callbacks)
-    }
-
-    /// [`ClientState::call_async`], with `done` on the dispatcher thread unless `inline`.
-    pub(crate) fn call_async_on<T, F>(
-        self: &Arc<Self>,
-        future: F,
-        done: impl FnOnce(Result<T>) + Send + 'static,
-        inline: bool,
-    ) where
-        T: Send + 'static,
-        F: Future<Output = Result<T>> + Send + 'static,
-    {
-        let (pending, id) = {
-            let mut calls = self.lock_calls();
-            let pending = if self.closing.load(Ordering::Acquire) {
-                Pending::ready(Err(Error::Closed))
-            } else {
-                Pending::spawn(future)
-            };
-            calls.next += 1;
-            let id = calls.next;
-            calls.live.insert(id, Stop::Async(pending.canceller()));
-            (pending, id)
-        };
-        let state = self.clone();
-        let complete = move |result: Result<T>| {
-            let result = state.closed_if_cancelled(result);
-            run_callback(|| done(result));
-            state.unregister(id);
-        };
-        if !inline {
-            pending.on_complete(complete);
-            return;
-        }
-        let outer = STARTING.with(|s| s.replace(true));
-        pending.on_complete_inline(move |result| {
-            if STARTING.with(Cell::get) {
-                // Already complete, so this runs inside the `_async` function, where no
-                // callback may run: the dispatcher takes it.
-                Pending::ready(result).on_complete(complete);
-            } else {
-                let outer = IN_INLINE_CALLBACK.with(|c| c.replace(true));
-                complete(result);
-                IN_INLINE_CALLBACK.with(|c| c.set(outer));
-            }
-        });
-        STARTING.with(|s| s.set(outer));
-    }
-
-    /// Closes the connection, completes every pending call with `STATESTORE_ERR_CLOSED`, and
-    /// (unless called from a callback, which would wait for itself) waits until every
-    /// callback has run.
-    fn close(&self) -> Result<()> {
-        refuse_in_inline_callback()?;
-        if !self.created_here() {
-            return Err(Error::Runtime(
-                "this client was created before fork() and its connection belongs to the parent \
-                 process: create a new client in the child"
-                    .into(),
-            ));
-        }
-        // Before the client is marked closing: a close refused here leaves it open.
-        runtime::ensure_blocking_allowed()?;
-        let first = {
-            let _calls = self.lock_calls();
-            !self.closing.swap(true, Ordering::AcqRel)
-        };
-        if first {
-            let client = self.client.clone();
-            // Not tracked: the close itself must not be cancelled below.
-            Pending::spawn(async move { client.close().await }).wait()?;
-        }
-        let live: Vec<Stop> = self.lock_calls().live.values().cloned().collect();
-        for call in live {
-            call.stop();
-        }
-        if !IN_CALLBACK.with(Cell::get) {
-            let mut calls = self.lock_calls();
-            while !calls.live.is_empty() {
-                calls = self.idle.wait(calls).unwrap_or_else(|e| e.into_inner());
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Close and free wait for the runtime threads; an inline callback runs on one of them.
-fn refuse_in_inline_callback() -> Result<()> {
-    if IN_INLINE_CALLBACK.with(Cell::get) {
-        return Err(Error::Runtime(
-            "a client cannot be closed or freed in an inline callback (STATESTORE_CALLBACKS_INLINE)"
-                .into(),
-        ));
-    }
-    Ok(())
-}
-
 fn new_client(client: Client, inline_callbacks: bool) -> *mut statestore_client {
-    let client_id = c_string(client.client_id());
-    CLIENTS.insert(Arc::new(ClientState {
-        client,
-        client_id,
-        inline_callbacks,
-        calls: Mutex::default(),
-        idle: Condvar::new(),
-        closing: AtomicBool::new(false),
-        pid: runtime::current_pid(),
-    }))
+    CLIENTS.insert(Arc::new(ClientState::new(client, inline_callbacks)))
 }
 
-fn connect_op(options: *const statestore_options) -> Result<Call<Client, *mut statestore_client>> {
+fn connect_op(
+    options: *const statestore_options,
+) -> Result<PreparedCall<Client, *mut statestore_client>> {
     let settings = with_settings(options, |settings| Ok(settings.clone()))?;
     let inline = settings.inline_callbacks;
-    Ok(Call::detached(
+    Ok(PreparedCall::detached(
         Client::connect(settings.connect),
         move |client| new_client(client, inline),
     ))
@@ -423,36 +140,6 @@ pub unsafe extern "C" fn statestore_client_id(
 
 // ---------------------------------------------------------------------------------------
 // Results
-
-/// A result the library allocated: the C view first, then what it points into. The view's
-/// pointers point into `keep`'s heap memory (`Bytes`, `Vec`, [`CText`]), never into the
-/// struct itself, so they stay valid when the `Owned` moves.
-#[repr(C)]
-pub(crate) struct Owned<C, K> {
-    pub(crate) view: C,
-    pub(crate) keep: K,
-}
-
-impl<C, K> Owned<C, K> {
-    /// The result on the heap, as the pointer C gets: its view, the struct's first field
-    /// (`repr(C)`), so the pointer is also that of the whole `Owned`.
-    pub(crate) fn into_raw(self) -> *mut C {
-        Box::into_raw(Box::new(self)).cast()
-    }
-
-    /// Frees a result given to C by [`Owned::into_raw`].
-    ///
-    /// # Safety
-    /// `view` is NULL or was returned by `into_raw` of the same `Owned<C, K>` type and not
-    /// freed since. In C terms: NULL, or a result of this library's matching type, freed once.
-    pub(crate) unsafe fn free(view: *mut C) {
-        if !view.is_null() {
-            // SAFETY: `view` came from `Box::into_raw` of an `Owned<C, K>` (this function's
-            // contract); the cast only undoes `into_raw`'s, and the box is freed once.
-            drop(unsafe { Box::from_raw(view.cast::<Owned<C, K>>()) });
-        }
-    }
-}
 
 /// A value read from the state store: `len` bytes at `data` (not NUL-terminated; `data` is
 /// non-NULL even when `len` is 0) and the key's `version` (NULL if the service sent none).
@@ -769,7 +456,7 @@ unsafe fn delete_options(options: *const statestore_delete_options) -> Result<De
 }
 
 // ---------------------------------------------------------------------------------------
-// Operations: each turns C arguments into a `Call` once; its blocking entry point waits for
+// Operations: each turns C arguments into a `PreparedCall` once; its blocking entry point waits for
 // the result, its `_async` twin hands the result to a callback (`crate::reply`).
 
 /// A SET from its C arguments, which are copied before it returns.
@@ -783,7 +470,7 @@ unsafe fn set_op(
     value: *const u8,
     value_len: usize,
     options: *const statestore_set_options,
-) -> Result<Call<SetResult, OwnedSetResult>> {
+) -> Result<PreparedCall<SetResult, OwnedSetResult>> {
     let state = CLIENTS.get(client, "client")?;
     // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, "key") }?;
@@ -792,7 +479,7 @@ unsafe fn set_op(
     // SAFETY: `options` is NULL or a readable struct (this function's contract).
     let options = unsafe { set_options(options) }?;
     let client = state.client.clone();
-    Ok(Call::new(
+    Ok(PreparedCall::new(
         &state,
         async move { client.set(key, value, options).await },
         |outcome: SetResult| owned_set_result(outcome.applied, outcome.version.as_ref()),
@@ -811,7 +498,7 @@ pub(crate) unsafe fn key_op<T, R, F>(
     name: &str,
     op: impl FnOnce(Client, Bytes) -> F,
     convert: impl FnOnce(T) -> R + Send + 'static,
-) -> Result<Call<T, R>>
+) -> Result<PreparedCall<T, R>>
 where
     T: Send + 'static,
     R: ToC + 'static,
@@ -820,7 +507,11 @@ where
     let state = CLIENTS.get(client, "client")?;
     // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, name) }?;
-    Ok(Call::new(&state, op(state.client.clone(), key), convert))
+    Ok(PreparedCall::new(
+        &state,
+        op(state.client.clone(), key),
+        convert,
+    ))
 }
 
 /// A GET from its C arguments.
@@ -832,7 +523,7 @@ unsafe fn get_op(
     key: *const u8,
     key_len: usize,
     timeout_ms: i64,
-) -> Result<Call<Option<Value>, Option<OwnedValue>>> {
+) -> Result<PreparedCall<Option<Value>, Option<OwnedValue>>> {
     let timeout = match u64::try_from(timeout_ms) {
         Ok(ms) => Some(util::positive_millis(ms, "timeout_ms")?),
         Err(_) => None,
@@ -856,7 +547,7 @@ unsafe fn delete_op(
     key_len: usize,
     value: Option<(*const u8, usize)>,
     options: *const statestore_delete_options,
-) -> Result<Call<DeleteResult, OwnedDeleteResult>> {
+) -> Result<PreparedCall<DeleteResult, OwnedDeleteResult>> {
     let state = CLIENTS.get(client, "client")?;
     // SAFETY: `key` points to `key_len` readable bytes, or is NULL (this function's contract).
     let key = unsafe { util::key(key, key_len, "key") }?;
@@ -868,7 +559,7 @@ unsafe fn delete_op(
     // SAFETY: `options` is NULL or a readable struct (this function's contract).
     let options = unsafe { delete_options(options) }?;
     let client = state.client.clone();
-    Ok(Call::new(
+    Ok(PreparedCall::new(
         &state,
         async move {
             match value {
@@ -888,7 +579,7 @@ unsafe fn keys_op(
     client: *const statestore_client,
     pattern: *const u8,
     len: usize,
-) -> Result<Call<Vec<Bytes>, OwnedKeyList>> {
+) -> Result<PreparedCall<Vec<Bytes>, OwnedKeyList>> {
     let keys = |client: Client, pattern| async move { client.keys_all(pattern).await };
     // SAFETY: `pattern` as `key_op` requires (this function's contract).
     unsafe {

@@ -11,11 +11,11 @@ use statestore_core::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, U
 use statestore_core::{Error, Hlc, Result};
 
 use crate::client::{
-    statestore_client, statestore_done_cb, statestore_value, value_of, ClientState, OwnedValue,
-    CLIENTS,
+    statestore_client, statestore_done_cb, statestore_value, value_of, OwnedValue, CLIENTS,
 };
+use crate::client_state::ClientState;
 use crate::observe::{new_observation, statestore_observation};
-use crate::reply::{Call, Reply};
+use crate::reply::{PreparedCall, Reply};
 use crate::status::{c_string, entry, statestore_status};
 use crate::util::{self, null, Handles, Out, UserData};
 
@@ -196,10 +196,10 @@ async fn acquire(lock: Lock, timeout: Option<Duration>) -> Result<LockGuard> {
 fn acquire_op(
     lock: *const statestore_lock,
     timeout_ms: i64,
-) -> Result<Call<LockGuard, *mut statestore_lock_guard>> {
+) -> Result<PreparedCall<LockGuard, *mut statestore_lock_guard>> {
     let (client, lock) = lock_of(lock)?;
     let owner = client.clone();
-    Ok(Call::new(
+    Ok(PreparedCall::new(
         &client,
         acquire(lock, limit(timeout_ms)),
         move |held| new_guard(&owner, held),
@@ -237,7 +237,7 @@ pub unsafe extern "C" fn statestore_lock_try_acquire(
     Reply::required(guard, "guard").run(|| {
         let (client, lock) = lock_of(lock)?;
         let owner = client.clone();
-        Ok(Call::new(
+        Ok(PreparedCall::new(
             &client,
             async move { lock.try_lock().await },
             move |held: Option<LockGuard>| held.map(|held| new_guard(&owner, held)),
@@ -362,7 +362,7 @@ where
         let (client, begin) = begin()?;
         let user = UserData(user_data);
         match reply {
-            Reply::Call(callback) => {
+            Reply::Callback(callback) => {
                 let owner = client.clone();
                 // The first phase's completion runs on the dispatcher (also for a client with
                 // inline callbacks): the update function may block there without stalling
@@ -398,7 +398,7 @@ unsafe fn decide(
     update: UpdateFn,
     user: UserData,
     txn: UpdateTxn,
-) -> Call<Option<Bytes>, Option<OwnedValue>> {
+) -> PreparedCall<Option<Bytes>, Option<OwnedValue>> {
     let old = txn.old_value().map(|v| value_of(v.clone(), None::<&Hlc>));
     let old_view = old
         .as_ref()
@@ -422,7 +422,7 @@ unsafe fn decide(
             "the update function returned {other}, not a statestore_update_action"
         ))),
     };
-    Call::new(
+    PreparedCall::new(
         client,
         async move {
             match decision {
@@ -610,9 +610,11 @@ fn take_guard(guard: *const statestore_lock_guard) -> Result<(Arc<ClientState>, 
     Ok((state.client.clone(), held))
 }
 
-fn release_op(guard: *const statestore_lock_guard) -> Result<Call<(), ()>> {
+fn release_op(guard: *const statestore_lock_guard) -> Result<PreparedCall<(), ()>> {
     let (client, held) = take_guard(guard)?;
-    Ok(Call::status(&client, async move { held.release().await }))
+    Ok(PreparedCall::status(&client, async move {
+        held.release().await
+    }))
 }
 
 /// Releases the lock and waits for the service's answer. The guard must still be freed.
@@ -718,10 +720,12 @@ fn lease_acquire_op(
     lease: *const statestore_lease,
     ttl_ms: u64,
     timeout_ms: i64,
-) -> Result<Call<Hlc, CString>> {
+) -> Result<PreparedCall<Hlc, CString>> {
     let (client, lease) = lease_of(lease)?;
     let future = acquire_lease(lease, ttl(ttl_ms)?, limit(timeout_ms));
-    Ok(Call::new(&client, future, |token| token_text(&token)))
+    Ok(PreparedCall::new(&client, future, |token| {
+        token_text(&token)
+    }))
 }
 
 /// Acquires the lease for `ttl_ms`, waiting up to `timeout_ms` (< 0: no limit; 0: one
@@ -895,9 +899,9 @@ pub extern "C" fn statestore_lease_renew(lease: *const statestore_lease) -> stat
     })
 }
 
-fn lease_release_op(lease: *const statestore_lease) -> Result<Call<bool, bool>> {
+fn lease_release_op(lease: *const statestore_lease) -> Result<PreparedCall<bool, bool>> {
     let (client, lease) = lease_of(lease)?;
-    Ok(Call::new(
+    Ok(PreparedCall::new(
         &client,
         async move { lease.release().await },
         |was_held| was_held,
@@ -982,8 +986,8 @@ pub unsafe extern "C" fn statestore_lease_is_held(
 fn holder_call(
     client: &Arc<ClientState>,
     read: impl Future<Output = Result<Option<Bytes>>> + Send + 'static,
-) -> Call<Option<Bytes>, Option<OwnedValue>> {
-    Call::new(client, read, |holder| {
+) -> PreparedCall<Option<Bytes>, Option<OwnedValue>> {
+    PreparedCall::new(client, read, |holder| {
         holder.map(|name| value_of(name, None))
     })
 }
@@ -1092,10 +1096,12 @@ async fn campaign(election: Election, timeout: Option<Duration>) -> Result<Hlc> 
 fn campaign_op(
     election: *const statestore_election,
     timeout_ms: i64,
-) -> Result<Call<Hlc, CString>> {
+) -> Result<PreparedCall<Hlc, CString>> {
     let (client, election) = election_of(election)?;
     let future = campaign(election, limit(timeout_ms));
-    Ok(Call::new(&client, future, |token| token_text(&token)))
+    Ok(PreparedCall::new(&client, future, |token| {
+        token_text(&token)
+    }))
 }
 
 /// Campaigns until elected, waiting up to `timeout_ms` (< 0: no limit; 0: one attempt).
@@ -1161,12 +1167,11 @@ pub unsafe extern "C" fn statestore_election_try_campaign(
     })
 }
 
-fn resign_op(election: *const statestore_election) -> Result<Call<(), ()>> {
+fn resign_op(election: *const statestore_election) -> Result<PreparedCall<(), ()>> {
     let (client, election) = election_of(election)?;
-    Ok(Call::status(
-        &client,
-        async move { election.resign().await },
-    ))
+    Ok(PreparedCall::status(&client, async move {
+        election.resign().await
+    }))
 }
 
 /// Gives up leadership (or stops being a candidate).

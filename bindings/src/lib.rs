@@ -16,7 +16,9 @@
 #![deny(clippy::multiple_unsafe_ops_per_block)]
 #![deny(clippy::missing_safety_doc)]
 
+mod callbacks;
 mod client;
+mod client_state;
 mod lease;
 mod logs;
 mod observe;
@@ -65,7 +67,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 #[no_mangle]
 pub extern "C" fn statestore_shutdown() -> statestore_status {
     entry(|| {
-        if client::in_callback() {
+        if callbacks::in_callback() {
             return Err(statestore_core::Error::Runtime(
                 "statestore_shutdown cannot be called from a callback of this library: call it \
                  after the callback returns"

@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void};
 use statestore_core::bindings::logs::{clear_log_sink, set_log_sink, LogLevel};
 use statestore_core::Error;
 
-use crate::client::run_callback;
+use crate::callbacks::run_callback;
 use crate::status::{as_log_callback, c_string, entry, statestore_status};
 use crate::util::UserData;
 

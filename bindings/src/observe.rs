@@ -9,8 +9,9 @@ use bytes::Bytes;
 use statestore_core::bindings::{Event, EventStream};
 use statestore_core::{Client, Error, Observation, Result};
 
-use crate::client::{key_op, run_callback, statestore_client, statestore_done_cb, Owned};
-use crate::reply::{Call, Reply};
+use crate::callbacks::run_callback;
+use crate::client::{key_op, statestore_client, statestore_done_cb};
+use crate::reply::{Owned, PreparedCall, Reply};
 use crate::status::{entry, statestore_status};
 use crate::util::{self, null, CText, Handles, Out, UserData};
 
@@ -153,7 +154,7 @@ unsafe fn observe_op(
     client: *const statestore_client,
     key: *const u8,
     key_len: usize,
-) -> Result<Call<Observation, *mut statestore_observation>> {
+) -> Result<PreparedCall<Observation, *mut statestore_observation>> {
     let observe = |client: Client, key| async move { client.observe(key).await };
     let convert = |observed| new_observation(EventStream::from_observation(observed));
     // SAFETY: `key` as `key_op` requires (this function's contract).
@@ -168,7 +169,7 @@ unsafe fn unobserve_op(
     client: *const statestore_client,
     key: *const u8,
     key_len: usize,
-) -> Result<Call<(), ()>> {
+) -> Result<PreparedCall<(), ()>> {
     let unobserve = |client: Client, key| async move { client.unobserve(key).await };
     // SAFETY: `key` as `key_op` requires (this function's contract).
     unsafe { key_op(client, key, key_len, "key", unobserve, |()| ()) }

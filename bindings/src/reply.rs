@@ -1,6 +1,6 @@
 //! How a call's result reaches C: written through out-parameters by a blocking entry point,
 //! passed to the callback of an `_async` one. Each operation converts its arguments and its
-//! result once (a [`Call`]); its two entry points differ only in the [`Reply`] they pass.
+//! result once (a [`PreparedCall`]); its two entry points differ only in the [`Reply`] they pass.
 
 use std::ffi::{c_char, c_void, CString};
 use std::future::Future;
@@ -10,7 +10,8 @@ use std::sync::Arc;
 use statestore_core::bindings::{ErrorInfo, Pending};
 use statestore_core::{Error, Result};
 
-use crate::client::{run_callback, ClientState, Owned};
+use crate::callbacks::run_callback;
+use crate::client_state::ClientState;
 use crate::status::{c_string, entry, statestore_status};
 use crate::util::{null, Out, UserData};
 
@@ -52,6 +53,36 @@ pub(crate) trait ToC {
     /// Calls `f` with the result as a callback argument: borrowed for the call (a struct, a
     /// string) or given away (a new handle).
     fn lend(self, f: impl FnOnce(Self::Arg));
+}
+
+/// A result the library allocated: the C view first, then what it points into. The view's
+/// pointers point into `keep`'s heap memory (`Bytes`, `Vec`, [`CText`](crate::util::CText)), never into the
+/// struct itself, so they stay valid when the `Owned` moves.
+#[repr(C)]
+pub(crate) struct Owned<C, K> {
+    pub(crate) view: C,
+    pub(crate) keep: K,
+}
+
+impl<C, K> Owned<C, K> {
+    /// The result on the heap, as the pointer C gets: its view, the struct's first field
+    /// (`repr(C)`), so the pointer is also that of the whole `Owned`.
+    pub(crate) fn into_raw(self) -> *mut C {
+        Box::into_raw(Box::new(self)).cast()
+    }
+
+    /// Frees a result given to C by [`Owned::into_raw`].
+    ///
+    /// # Safety
+    /// `view` is NULL or was returned by `into_raw` of the same `Owned<C, K>` type and not
+    /// freed since. In C terms: NULL, or a result of this library's matching type, freed once.
+    pub(crate) unsafe fn free(view: *mut C) {
+        if !view.is_null() {
+            // SAFETY: `view` came from `Box::into_raw` of an `Owned<C, K>` (this function's
+            // contract); the cast only undoes `into_raw`'s, and the box is freed once.
+            drop(unsafe { Box::from_raw(view.cast::<Owned<C, K>>()) });
+        }
+    }
 }
 
 /// A result struct: the caller frees it; a callback borrows it.
@@ -158,7 +189,7 @@ pub(crate) enum Reply<R: ToC> {
     /// Block; write the result through the out-parameter unless it is NULL.
     Wait(Out<R::Out>),
     /// Return at once; the callback gets the result.
-    Call(Callback<R::Arg>),
+    Callback(Callback<R::Arg>),
     /// An argument of the reply itself was refused (a NULL callback or out-parameter).
     Refused(Error),
 }
@@ -202,7 +233,7 @@ impl<R: ToC> Reply<R> {
             return Self::Refused(null("callback"));
         };
         let user = UserData(user_data);
-        Self::Call(Callback(Box::new(move |status, message, arg| {
+        Self::Callback(Callback(Box::new(move |status, message, arg| {
             // SAFETY: the caller of `Reply::callback` promised that `callback` may be called
             // with `user_data` from this thread; `deliver` keeps `message` and `arg` valid.
             unsafe { callback(user.get(), status, message, arg) }
@@ -218,7 +249,7 @@ impl<R: ToC> Reply<R> {
             return Self::Refused(null("callback"));
         };
         let user = UserData(user_data);
-        Self::Call(Callback(Box::new(move |status, message, _| {
+        Self::Callback(Callback(Box::new(move |status, message, _| {
             // SAFETY: the caller of `Reply::status` promised that `callback` may be called
             // with `user_data` from this thread; `deliver` keeps `message` valid.
             unsafe { callback(user.get(), status, message) }
@@ -227,7 +258,10 @@ impl<R: ToC> Reply<R> {
 
     /// The entry point's body: refuses a bad reply argument first, then runs the call that
     /// `prepare` makes from the C arguments, and reports its result.
-    pub(crate) fn run<T>(self, prepare: impl FnOnce() -> Result<Call<T, R>>) -> statestore_status
+    pub(crate) fn run<T>(
+        self,
+        prepare: impl FnOnce() -> Result<PreparedCall<T, R>>,
+    ) -> statestore_status
     where
         T: Send + 'static,
         R: 'static,
@@ -257,16 +291,16 @@ pub(crate) enum Runner {
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
 
-/// A call prepared from C arguments: its future, and the conversion of its result, applied
-/// where the result is delivered (a handle made for a result that a cancellation then
+/// A call prepared from C arguments: where it runs, its future, and the conversion of its
+/// result into its C form, applied where the result is delivered (a handle made for a result that a cancellation then
 /// discarded would never be freed).
-pub(crate) struct Call<T, R> {
+pub(crate) struct PreparedCall<T, R> {
     runner: Runner,
     future: BoxFuture<T>,
     convert: Box<dyn FnOnce(T) -> R + Send>,
 }
 
-impl Call<(), ()> {
+impl PreparedCall<(), ()> {
     /// A call of `client` whose only result is its status.
     pub(crate) fn status(
         client: &Arc<ClientState>,
@@ -276,7 +310,7 @@ impl Call<(), ()> {
     }
 }
 
-impl<T: Send + 'static, R: ToC + 'static> Call<T, R> {
+impl<T: Send + 'static, R: ToC + 'static> PreparedCall<T, R> {
     /// A call of `client`.
     pub(crate) fn new(
         client: &Arc<ClientState>,
@@ -318,7 +352,7 @@ impl<T: Send + 'static, R: ToC + 'static> Call<T, R> {
                 }
                 Ok(())
             }
-            Reply::Call(callback) => {
+            Reply::Callback(callback) => {
                 self.spawn(callback);
                 Ok(())
             }
@@ -387,7 +421,7 @@ mod tests {
         // SAFETY: `record` may be called with this user data on this thread, where
         // `deliver` calls it.
         let reply = unsafe { Reply::<Option<OwnedValue>>::callback(Some(record), user.cast()) };
-        let Reply::Call(callback) = reply else {
+        let Reply::Callback(callback) = reply else {
             panic!("a callback reply");
         };
         callback.deliver(result);
@@ -439,7 +473,7 @@ mod tests {
         let mut out: *mut statestore_value = std::ptr::NonNull::dangling().as_ptr();
         // SAFETY: a local that nothing else touches while `reply` is used.
         let reply = Reply::<Option<OwnedValue>>::optional(unsafe { Out::new(&mut out) });
-        let call = Call::detached(async { Ok(Bytes::from_static(b"red")) }, |value| {
+        let call = PreparedCall::detached(async { Ok(Bytes::from_static(b"red")) }, |value| {
             Some(value_of(value, None))
         });
         call.finish(reply).unwrap();

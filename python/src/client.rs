@@ -1,4 +1,4 @@
-//! `_native.Client`: the core async client; every operation returns a [`Call`].
+//! `_native.Client`: the core async client; every operation returns an [`Operation`].
 
 use std::sync::{Arc, Mutex};
 
@@ -11,9 +11,9 @@ use statestore::{
 };
 
 use crate::api::{EventStream, OptionValue};
-use crate::call::{spawn, Call};
 use crate::convert::{bytes_arg, out_bytes, secs_arg, text, version_arg, Version};
 use crate::events::Observation;
+use crate::operation::{spawn, Operation};
 use crate::options;
 
 /// Result of `set`: whether it was applied (`NX`/`NEX`) and the key's new version.
@@ -136,7 +136,7 @@ impl Client {
         port: i64,
         options: Option<&Bound<'_, PyDict>>,
         decode_responses: bool,
-    ) -> PyResult<Call> {
+    ) -> PyResult<Operation> {
         // Host and port go through core's option parser too, so they are checked the same way
         // (port 0 or out of range: InvalidArgumentError).
         let mut connect = ConnectOptions::new("localhost", 1883);
@@ -160,10 +160,13 @@ impl Client {
     /// Connects with the settings of the `AIO_*` environment variables, then `options`.
     #[staticmethod]
     #[pyo3(signature = (options = None, decode_responses = false))]
-    fn from_env(options: Option<&Bound<'_, PyDict>>, decode_responses: bool) -> PyResult<Call> {
+    fn from_env(
+        options: Option<&Bound<'_, PyDict>>,
+        decode_responses: bool,
+    ) -> PyResult<Operation> {
         let mut connect = match ConnectOptions::from_env() {
             Ok(c) => c,
-            Err(e) => return Ok(Call::failed(e)),
+            Err(e) => return Ok(Operation::failed(e)),
         };
         if let Some(options) = options {
             options::apply(&mut connect, options)?;
@@ -202,7 +205,7 @@ impl Client {
         fencing_token: Option<&Bound<'_, PyAny>>,
         persist: bool,
         timeout: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Call> {
+    ) -> PyResult<Operation> {
         let key = bytes_arg(key, "key")?;
         let value = bytes_arg(value, "value")?;
         let mut options = SetOptions::default()
@@ -240,7 +243,11 @@ impl Client {
     }
 
     #[pyo3(signature = (key, timeout = None))]
-    fn get(&self, key: &Bound<'_, PyAny>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Call> {
+    fn get(
+        &self,
+        key: &Bound<'_, PyAny>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Operation> {
         let key = bytes_arg(key, "key")?;
         let timeout = secs_arg(timeout, "timeout")?;
         let client = self.inner.clone();
@@ -267,7 +274,7 @@ impl Client {
         key: &Bound<'_, PyAny>,
         fencing_token: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Call> {
+    ) -> PyResult<Operation> {
         let key = bytes_arg(key, "key")?;
         let options = delete_options(fencing_token, timeout)?;
         let client = self.inner.clone();
@@ -284,7 +291,7 @@ impl Client {
         value: &Bound<'_, PyAny>,
         fencing_token: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Call> {
+    ) -> PyResult<Operation> {
         let key = bytes_arg(key, "key")?;
         let value = bytes_arg(value, "value")?;
         let options = delete_options(fencing_token, timeout)?;
@@ -307,8 +314,8 @@ impl Client {
         })
     }
 
-    /// Starts observing `key`: a `Call` giving an `Observation`.
-    fn observe(&self, key: &Bound<'_, PyAny>) -> PyResult<Call> {
+    /// Starts observing `key`: an `Operation` giving an `Observation`.
+    fn observe(&self, key: &Bound<'_, PyAny>) -> PyResult<Operation> {
         let key = bytes_arg(key, "key")?;
         let client = self.inner.clone();
         let decode = self.decode;
@@ -319,7 +326,7 @@ impl Client {
     }
 
     /// Ends every observation of `key` on this client.
-    fn unobserve(&self, key: &Bound<'_, PyAny>) -> PyResult<Call> {
+    fn unobserve(&self, key: &Bound<'_, PyAny>) -> PyResult<Operation> {
         let key = bytes_arg(key, "key")?;
         let client = self.inner.clone();
         Ok(spawn(
@@ -328,7 +335,7 @@ impl Client {
         ))
     }
 
-    fn close(&self) -> Call {
+    fn close(&self) -> Operation {
         let client = self.inner.clone();
         spawn(async move { client.close().await }, |py, ()| Ok(py.None()))
     }
@@ -365,7 +372,7 @@ fn conv_delete(py: Python<'_>, r: statestore::DeleteResult) -> PyResult<Py<PyAny
     .into_any())
 }
 
-/// Pages of SCAN results; `next_page()` returns a `Call` giving a list of keys, or `None` at
+/// Pages of SCAN results; `next_page()` returns an `Operation` giving a list of keys, or `None` at
 /// the end.
 #[pyclass(frozen, module = "statestore._native")]
 pub struct KeyPager {
@@ -375,7 +382,7 @@ pub struct KeyPager {
 
 #[pymethods]
 impl KeyPager {
-    fn next_page(&self) -> PyResult<Call> {
+    fn next_page(&self) -> PyResult<Operation> {
         // One page at a time: the pager is taken for the duration of the request.
         let mut keys = self
             .keys

@@ -5,10 +5,10 @@ use pyo3::prelude::*;
 use statestore::bindings::{Event as CoreEvent, EventStream};
 use statestore::lease::Loss as CoreLoss;
 
-use crate::call::{signals, spawn, Call, SLICE};
 use crate::convert::out_bytes;
 use crate::convert::{secs_arg, Version};
 use crate::errors::to_py;
+use crate::operation::{signals, spawn, Operation, SLICE};
 
 /// Why a lease, lock or leadership was lost.
 #[pyclass(frozen, get_all, module = "statestore._native")]
@@ -155,9 +155,9 @@ impl Observation {
         }
     }
 
-    /// The next event as a `Call` (for `__anext__`): an `Event`, or `None` once the stream has
+    /// The next event as an `Operation` (for `__anext__`): an `Event`, or `None` once the stream has
     /// ended.
-    fn next_call(&self) -> Call {
+    fn next_call(&self) -> Operation {
         let decode = self.decode;
         let stream = self.stream.clone();
         spawn(

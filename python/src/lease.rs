@@ -1,5 +1,5 @@
 //! Leases, locks (with two-phase updates) and elections: core's `statestore::lease` types,
-//! every waiting operation as a [`Call`].
+//! every waiting operation as an [`Operation`].
 
 use std::sync::Mutex;
 
@@ -12,12 +12,12 @@ use statestore::lease::{
 };
 use statestore::{Error, Result};
 
-use crate::call::{spawn, Call};
 use crate::client::Client;
 use crate::convert::out_bytes;
 use crate::convert::{bytes_arg, secs, secs_arg, Version};
 use crate::errors::to_py;
 use crate::events::{Loss, Observation};
+use crate::operation::{spawn, Operation};
 
 /// One acquisition attempt: `acquired`, the `fencing_token` if so, else the current `holder`.
 #[pyclass(frozen, get_all, module = "statestore._native")]
@@ -165,7 +165,7 @@ impl Lease {
             .transpose()
     }
 
-    fn try_acquire(&self, ttl: &Bound<'_, PyAny>) -> PyResult<Call> {
+    fn try_acquire(&self, ttl: &Bound<'_, PyAny>) -> PyResult<Operation> {
         let ttl = secs(ttl, "ttl")?;
         let lease = self.lease.clone();
         let decode = self.decode;
@@ -180,7 +180,7 @@ impl Lease {
         &self,
         ttl: &Bound<'_, PyAny>,
         timeout: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Call> {
+    ) -> PyResult<Operation> {
         let ttl = secs(ttl, "ttl")?;
         let timeout = secs_arg(timeout, "timeout")?;
         let lease = self.lease.clone();
@@ -195,13 +195,13 @@ impl Lease {
         ))
     }
 
-    fn renew(&self) -> Call {
+    fn renew(&self) -> Operation {
         let lease = self.lease.clone();
         spawn(async move { lease.renew().await }, none)
     }
 
     /// Releases (VDEL with the holder name); the result says whether a key was deleted.
-    fn release(&self) -> Call {
+    fn release(&self) -> Operation {
         let lease = self.lease.clone();
         spawn(async move { lease.release().await }, |py, deleted: bool| {
             Ok(deleted.into_pyobject(py)?.to_owned().into_any().unbind())
@@ -209,7 +209,7 @@ impl Lease {
     }
 
     /// The current holder name read from the service (`None`: free).
-    fn holder(&self) -> Call {
+    fn holder(&self) -> Operation {
         let lease = self.lease.clone();
         spawn(
             async move { lease.holder().await },
@@ -265,7 +265,7 @@ impl Lock {
         self.lock.ttl().as_secs_f64()
     }
 
-    fn lock(&self) -> Call {
+    fn lock(&self) -> Operation {
         let lock = self.lock.clone();
         let decode = self.decode;
         spawn(async move { lock.lock().await }, move |py, guard| {
@@ -273,7 +273,7 @@ impl Lock {
         })
     }
 
-    fn try_lock(&self) -> Call {
+    fn try_lock(&self) -> Operation {
         let lock = self.lock.clone();
         let decode = self.decode;
         spawn(
@@ -285,7 +285,7 @@ impl Lock {
         )
     }
 
-    fn holder(&self) -> Call {
+    fn holder(&self) -> Operation {
         let lock = self.lock.clone();
         spawn(
             async move { lock.holder().await },
@@ -295,7 +295,7 @@ impl Lock {
 
     /// Acquires the lock and reads `key`: the `Update` then commits a new value (fenced) or
     /// aborts, and releases the lock either way.
-    fn begin_update(&self, key: &Bound<'_, PyAny>) -> PyResult<Call> {
+    fn begin_update(&self, key: &Bound<'_, PyAny>) -> PyResult<Operation> {
         let key = bytes_arg(key, "key")?;
         let lock = self.lock.clone();
         let decode = self.decode;
@@ -362,13 +362,13 @@ impl LockGuard {
             && self.lease.is_held()
     }
 
-    fn renew(&self) -> Call {
+    fn renew(&self) -> Operation {
         let lease = self.lease.clone();
         spawn(async move { lease.renew().await }, none)
     }
 
     /// Releases the lock and waits for the answer (idempotent).
-    fn release(&self) -> Call {
+    fn release(&self) -> Operation {
         let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner()).take();
         spawn(
             async move {
@@ -437,7 +437,7 @@ impl Update {
     }
 
     /// Writes `value` (`None`: deletes the key) with the fencing token, then releases.
-    fn commit(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<Call> {
+    fn commit(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<Operation> {
         let value = match value {
             Some(v) if !v.is_none() => Some(bytes_arg(v, "value")?),
             _ => None,
@@ -451,7 +451,7 @@ impl Update {
     }
 
     /// Releases the lock without writing.
-    fn abort(&self) -> Call {
+    fn abort(&self) -> Operation {
         let txn = self.take();
         spawn(async move { txn?.abort().await }, none)
     }
@@ -503,7 +503,7 @@ impl Election {
     }
 
     #[pyo3(signature = (timeout = None))]
-    fn campaign(&self, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Call> {
+    fn campaign(&self, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Operation> {
         let timeout = secs_arg(timeout, "timeout")?;
         let election = self.election.clone();
         Ok(spawn(
@@ -517,7 +517,7 @@ impl Election {
         ))
     }
 
-    fn try_campaign(&self) -> Call {
+    fn try_campaign(&self) -> Operation {
         let election = self.election.clone();
         let decode = self.decode;
         spawn(
@@ -526,12 +526,12 @@ impl Election {
         )
     }
 
-    fn resign(&self) -> Call {
+    fn resign(&self) -> Operation {
         let election = self.election.clone();
         spawn(async move { election.resign().await }, none)
     }
 
-    fn leader(&self) -> Call {
+    fn leader(&self) -> Operation {
         let election = self.election.clone();
         spawn(
             async move { election.leader().await },
@@ -540,7 +540,7 @@ impl Election {
     }
 
     /// Leadership changes (`elected` / `vacant` events).
-    fn observe(&self) -> Call {
+    fn observe(&self) -> Operation {
         let election = self.election.clone();
         let decode = self.decode;
         spawn(

@@ -2,7 +2,6 @@
 //! (`statestore::bindings`) and core results back. The public Python API is the pure Python
 //! part of the package (`python/statestore/`); this module is its private engine.
 
-mod call;
 mod client;
 mod convert;
 mod errors;
@@ -10,6 +9,7 @@ mod events;
 mod finalizing;
 mod lease;
 mod logs;
+mod operation;
 mod options;
 
 /// The core pieces this binding builds on.
@@ -81,8 +81,8 @@ fn check_text(value: &Bound<'_, pyo3::types::PyString>, name: &str) -> PyResult<
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<call::Call>()?;
-    m.add_class::<call::Completions>()?;
+    m.add_class::<operation::Operation>()?;
+    m.add_class::<operation::Completions>()?;
     m.add_class::<client::Client>()?;
     m.add_class::<client::KeyPager>()?;
     m.add_class::<client::SetResult>()?;
@@ -102,7 +102,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
     m.add_function(wrap_pyfunction!(finalizing::exiting, m)?)?;
     m.add_function(wrap_pyfunction!(check_text, m)?)?;
-    m.add_function(wrap_pyfunction!(call::panicking_call, m)?)?;
+    m.add_function(wrap_pyfunction!(operation::panicking_call, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_set_error_factory, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(connect_options, m)?)?;

@@ -28,7 +28,7 @@ def _queue(loop: asyncio.AbstractEventLoop) -> _native.Completions:
     return queue
 
 
-async def wait(call: "_native.Call[_T]") -> _T:
+async def wait(call: "_native.Operation[_T]") -> _T:
     import asyncio  # here, not at the top: `import statestore` must not load asyncio
 
     loop = asyncio.get_running_loop()

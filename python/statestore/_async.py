@@ -34,8 +34,8 @@ class AsyncObservation(Generic[_V]):
     starts the observation on the first iteration; ``obs = await client.observe(key)`` starts it
     at once (so that no change made after the ``await`` is missed)."""
 
-    def __init__(self, start: Callable[[], "_native.Call[_native.Observation[_V]]"]) -> None:
-        self._start: Optional[Callable[[], "_native.Call[_native.Observation[_V]]"]] = start
+    def __init__(self, start: Callable[[], "_native.Operation[_native.Observation[_V]]"]) -> None:
+        self._start: Optional[Callable[[], "_native.Operation[_native.Observation[_V]]"]] = start
         self._native: Optional[_native.Observation[_V]] = None
 
     async def _started(self) -> _native.Observation[_V]:
@@ -201,7 +201,7 @@ class AsyncClient(
     ``async with client: ...`` closes it. Usable from several event loops and threads."""
 
     @classmethod
-    async def _complete(cls, start: "Callable[[], _native.Call[Any]]") -> Any:
+    async def _complete(cls, start: "Callable[[], _native.Operation[Any]]") -> Any:
         return cls(await wait(start()))
 
     set = awaitable(ClientBase._set)

@@ -153,7 +153,7 @@ def _published(run: Callable[..., Any], op: Callable[..., Any], then: Any) -> An
     signature = inspect.signature(op)
     returns = getattr(then, "returns", None) or getattr(then, "__name__", None)
     if returns is None:
-        call = re.fullmatch(r"_native\.Call\[(.*)\]", str(signature.return_annotation))
+        call = re.fullmatch(r"_native\.Operation\[(.*)\]", str(signature.return_annotation))
         returns = call.group(1) if call else signature.return_annotation
     run.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
     return run
@@ -176,9 +176,9 @@ def _invoke(op: Callable[..., _T], public: Callable[..., Any], args: Tuple[Any, 
 
 
 @overload
-def blocking(op: "Callable[_P, _native.Call[_T]]", then: None = None) -> "Callable[_P, _T]": ...
+def blocking(op: "Callable[_P, _native.Operation[_T]]", then: None = None) -> "Callable[_P, _T]": ...
 @overload
-def blocking(op: "Callable[_P, _native.Call[_N]]", then: Callable[[_N], _T]) -> "Callable[_P, _T]": ...
+def blocking(op: "Callable[_P, _native.Operation[_N]]", then: Callable[[_N], _T]) -> "Callable[_P, _T]": ...
 def blocking(op: Any, then: Any = None) -> Any:
     """``op``'s call waited for on the caller's thread (GIL released, Ctrl-C honoured)."""
 
@@ -190,10 +190,10 @@ def blocking(op: Any, then: Any = None) -> Any:
 
 
 @overload
-def awaitable(op: "Callable[_P, _native.Call[_T]]", then: None = None) -> "Callable[_P, Coroutine[Any, Any, _T]]": ...
+def awaitable(op: "Callable[_P, _native.Operation[_T]]", then: None = None) -> "Callable[_P, Coroutine[Any, Any, _T]]": ...
 @overload
 def awaitable(
-    op: "Callable[_P, _native.Call[_N]]", then: Callable[[_N], _T]
+    op: "Callable[_P, _native.Operation[_N]]", then: Callable[[_N], _T]
 ) -> "Callable[_P, Coroutine[Any, Any, _T]]": ...
 def awaitable(op: Any, then: Any = None) -> Any:
     """``op``'s call completed on the running event loop."""
@@ -290,7 +290,7 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         track(self)
 
     @classmethod
-    def _complete(cls, start: "Callable[[], _native.Call[Any]]") -> Any:
+    def _complete(cls, start: "Callable[[], _native.Operation[Any]]") -> Any:
         """The client from the connection ``start()`` makes (asyncio: started when awaited)."""
         raise NotImplementedError
 
@@ -358,18 +358,18 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         fencing_token: Optional[Version] = None,
         persist: bool = False,
         timeout: Optional[Seconds] = None,
-    ) -> _native.Call[SetResult]:
+    ) -> _native.Operation[SetResult]:
         """Sets ``key`` to ``value``; ``condition`` NX/NEX, ``expiry`` (time to live),
         ``fencing_token`` for a fenced key, ``persist`` to survive a service restart."""
         return self._native.set(key, value, condition_name(condition), expiry, fencing_token, persist, timeout)
 
-    def _get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> _native.Call[Optional[Value[_V]]]:
+    def _get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> _native.Operation[Optional[Value[_V]]]:
         """The key's value and version, or ``None`` if it does not exist."""
         return self._native.get(key, timeout)
 
     def _delete(
         self, key: BytesLike, *, fencing_token: Optional[Version] = None, timeout: Optional[Seconds] = None
-    ) -> _native.Call[DeleteResult]:
+    ) -> _native.Operation[DeleteResult]:
         """Deletes ``key``."""
         return self._native.delete(key, fencing_token, timeout)
 
@@ -380,11 +380,11 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         *,
         fencing_token: Optional[Version] = None,
         timeout: Optional[Seconds] = None,
-    ) -> _native.Call[DeleteResult]:
+    ) -> _native.Operation[DeleteResult]:
         """Deletes ``key`` only if it holds ``value``."""
         return self._native.vdel(key, value, fencing_token, timeout)
 
-    def _unobserve(self, key: BytesLike) -> _native.Call[None]:
+    def _unobserve(self, key: BytesLike) -> _native.Operation[None]:
         """Ends every observation of ``key`` on this client."""
         return self._native.unobserve(key)
 
@@ -404,7 +404,7 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         """Leader election ``name`` with this client as ``candidate`` (a unique name)."""
         return _native.Election(self._native, name, candidate, ttl)
 
-    def _close(self) -> _native.Call[None]:
+    def _close(self) -> _native.Operation[None]:
         """Closes the client: calls in flight fail with ``ClosedError``, observations end."""
         return self._native.close()
 
@@ -415,7 +415,7 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
 class _Holding(Protocol):
     @property
     def held(self) -> bool: ...
-    def renew(self) -> _native.Call[None]: ...
+    def renew(self) -> _native.Operation[None]: ...
 
 
 _H = TypeVar("_H", bound=_Holding)
@@ -426,7 +426,7 @@ class HoldingBase(Shared[_H]):
 
     held: Native[bool] = Native("Whether it is held now.")
 
-    def _renew(self) -> _native.Call[None]:
+    def _renew(self) -> _native.Operation[None]:
         return self._native.renew()
 
 
@@ -438,19 +438,19 @@ class LeaseBase(HoldingBase["_native.Lease[_V]"], Generic[_V]):
     loss: Native[Optional["_native.Loss[_V]"]] = Native('Why the last holding was lost (state ``"lost"``).')
     auto_renew: Native[bool] = Native(settable=True)
 
-    def _try_acquire(self, ttl: Seconds) -> _native.Call[AcquireResult[_V]]:
+    def _try_acquire(self, ttl: Seconds) -> _native.Operation[AcquireResult[_V]]:
         """One attempt: ``AcquireResult(acquired, fencing_token, holder)``."""
         return self._native.try_acquire(ttl)
 
-    def _acquire(self, ttl: Seconds, *, timeout: Optional[Seconds] = None) -> _native.Call[Version]:
+    def _acquire(self, ttl: Seconds, *, timeout: Optional[Seconds] = None) -> _native.Operation[Version]:
         """Waits until acquired (or ``timeout``: ``TimeoutError``); returns the fencing token."""
         return self._native.acquire(ttl, timeout)
 
-    def _release(self) -> _native.Call[bool]:
+    def _release(self) -> _native.Operation[bool]:
         """Releases the lease; ``True`` if the key was deleted."""
         return self._native.release()
 
-    def _holder(self) -> _native.Call[Optional[_V]]:
+    def _holder(self) -> _native.Operation[Optional[_V]]:
         """The current holder name on the service (``None``: free)."""
         return self._native.holder()
 
@@ -460,7 +460,7 @@ class LockGuardBase(HoldingBase["_native.LockGuard[_V]"], Generic[_V]):
     name: Native[_V] = Native()
     holder_name: Native[_V] = Native()
 
-    def _release(self) -> _native.Call[None]:
+    def _release(self) -> _native.Operation[None]:
         """Releases the lock (idempotent)."""
         return self._native.release()
 
@@ -469,15 +469,15 @@ class LockBase(Shared["_native.Lock[_V]"], Generic[_V]):
     name: Native[_V] = Native()
     ttl: Native[float] = Native()
 
-    def _acquire(self) -> _native.Call[_native.LockGuard[_V]]:
+    def _acquire(self) -> _native.Operation[_native.LockGuard[_V]]:
         """Waits for the lock (up to the lock's ``timeout``, if any)."""
         return self._native.lock()
 
-    def _try_acquire(self) -> _native.Call[Optional[_native.LockGuard[_V]]]:
+    def _try_acquire(self) -> _native.Operation[Optional[_native.LockGuard[_V]]]:
         """One attempt: the guard, or ``None`` if someone else holds the lock."""
         return self._native.try_lock()
 
-    def _holder(self) -> _native.Call[Optional[_V]]:
+    def _holder(self) -> _native.Operation[Optional[_V]]:
         """The current holder name on the service (``None``: free)."""
         return self._native.holder()
 
@@ -488,17 +488,17 @@ class ElectionBase(Shared["_native.Election[_V]"], Generic[_V]):
     is_leader: Native[bool] = Native()
     fencing_token: Native[Optional[Version]] = Native()
 
-    def _campaign(self, *, timeout: Optional[Seconds] = None) -> _native.Call[Version]:
+    def _campaign(self, *, timeout: Optional[Seconds] = None) -> _native.Operation[Version]:
         """Waits until elected (renewed automatically while leader); the fencing token."""
         return self._native.campaign(timeout)
 
-    def _try_campaign(self) -> _native.Call[AcquireResult[_V]]:
+    def _try_campaign(self) -> _native.Operation[AcquireResult[_V]]:
         return self._native.try_campaign()
 
-    def _resign(self) -> _native.Call[None]:
+    def _resign(self) -> _native.Operation[None]:
         return self._native.resign()
 
-    def _leader(self) -> _native.Call[Optional[_V]]:
+    def _leader(self) -> _native.Operation[Optional[_V]]:
         """The current leader's name (``None``: vacant)."""
         return self._native.leader()
 

@@ -156,7 +156,7 @@ class Client(ClientBase["Client[bytes]", "Client[str]", _V], ClosedOnExit):
     or a ``with`` block."""
 
     @classmethod
-    def _complete(cls, start: "Callable[[], _native.Call[Any]]") -> Any:
+    def _complete(cls, start: "Callable[[], _native.Operation[Any]]") -> Any:
         return cls(start().wait())
 
     set = blocking(ClientBase._set)

@@ -17,10 +17,11 @@ from statestore.testing import LocalStateStore
 BAD = [-1, -0.5, -math.inf, math.nan]
 HUGE = [math.inf, 2**63, 1e308, 1.8e22]
 
-Call = Callable[[Client, str, Any], object]
+# A use of the client that passes a duration (the third argument) somewhere.
+TimedCall = Callable[[Client, str, Any], object]
 
 # Waits: a huge value is no limit, so each of these must simply complete.
-WAITS: List[Tuple[str, Call]] = [
+WAITS: List[Tuple[str, TimedCall]] = [
     ("set timeout", lambda c, k, t: c.set(k, "v", timeout=t)),
     ("get timeout", lambda c, k, t: c.get(k, timeout=t)),
     ("delete timeout", lambda c, k, t: c.delete(k, timeout=t)),
@@ -33,7 +34,7 @@ WAITS: List[Tuple[str, Call]] = [
 ]
 
 # Times sent to the service: a huge value is refused before anything is sent.
-SENT: List[Tuple[str, Call]] = [
+SENT: List[Tuple[str, TimedCall]] = [
     ("expiry", lambda c, k, t: c.set(k, "v", expiry=t)),
     ("lock ttl", lambda c, k, t: c.lock(k, ttl=t).acquire()),
     ("lease try_acquire ttl", lambda c, k, t: c.lease(k, "me").try_acquire(t)),
@@ -53,7 +54,7 @@ def _next_after_set(client: Client, key: str, timeout: Any) -> object:
 @pytest.mark.parametrize("value", BAD, ids=repr)
 @pytest.mark.parametrize("name, call", WAITS + SENT, ids=[n for n, _ in WAITS + SENT])
 def test_a_negative_or_nan_duration_is_an_invalid_argument(
-    client: Client, key: str, name: str, call: Call, value: float
+    client: Client, key: str, name: str, call: TimedCall, value: float
 ) -> None:
     with pytest.raises(statestore.InvalidArgumentError, match=r"(timeout|ttl|expiry).*>= 0"):
         call(client, key, value)
@@ -61,14 +62,14 @@ def test_a_negative_or_nan_duration_is_an_invalid_argument(
 
 @pytest.mark.parametrize("value", HUGE, ids=repr)
 @pytest.mark.parametrize("name, call", WAITS, ids=[n for n, _ in WAITS])
-def test_a_huge_wait_is_no_limit(client: Client, key: str, name: str, call: Call, value: float) -> None:
+def test_a_huge_wait_is_no_limit(client: Client, key: str, name: str, call: TimedCall, value: float) -> None:
     call(client, key, value)
 
 
 @pytest.mark.parametrize("value", HUGE, ids=repr)
 @pytest.mark.parametrize("name, call", SENT, ids=[n for n, _ in SENT])
 def test_a_huge_time_for_the_service_is_refused_as_too_long(
-    client: Client, key: str, name: str, call: Call, value: float
+    client: Client, key: str, name: str, call: TimedCall, value: float
 ) -> None:
     with pytest.raises(statestore.InvalidArgumentError, match="too long"):
         call(client, key, value)

@@ -4,11 +4,14 @@
 #define STATESTORE_TEST_CHECK_H
 
 #define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "statestore.h"
@@ -86,6 +89,22 @@ static inline statestore_client *test_connect(void) {
 static inline const char *test_key(char *buf, size_t size, const char *name) {
     snprintf(buf, size, "ctest/%ld/%s", (long)getpid(), name);
     return buf;
+}
+
+/* A loopback TCP socket bound to a free port (written to `*port`); listening if `backlog` > 0.
+ * For the tests that put something of their own between the library and the server. */
+static inline int test_loopback_socket(int backlog, int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0);
+    if (backlog > 0) CHECK(listen(fd, backlog) == 0);
+    socklen_t len = sizeof addr;
+    CHECK(getsockname(fd, (struct sockaddr *)&addr, &len) == 0);
+    *port = ntohs(addr.sin_port);
+    return fd;
 }
 
 /* Waiting for callbacks: a counter under a mutex. */

@@ -1,25 +1,6 @@
 /* A failed connection says where and what to try, for each way it fails: nothing listening, a
  * port that accepts TCP and never answers, and a port that answers another protocol. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include "check.h"
-
-/* A loopback socket bound to a free port; listening if `backlog` > 0. */
-static int bound(int backlog, int *port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(fd >= 0);
-    struct sockaddr_in addr = {0};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0);
-    if (backlog > 0) CHECK(listen(fd, backlog) == 0);
-    socklen_t len = sizeof addr;
-    CHECK(getsockname(fd, (struct sockaddr *)&addr, &len) == 0);
-    *port = ntohs(addr.sin_port);
-    return fd;
-}
 
 static void *answer_http(void *listener) {
     int conn = accept(*(int *)listener, NULL, NULL);
@@ -59,16 +40,16 @@ int main(void) {
     test_deadline(60);
     int port = 0;
 
-    int closed = bound(0, &port);
+    int closed = test_loopback_socket(0, &port);
     refused(port, 5000, "connection refused");
     refused(port, 5000, "statestore serve");
     close(closed);
 
-    int silent = bound(8, &port);
+    int silent = test_loopback_socket(8, &port);
     refused(port, 1000, "no answer from an MQTT broker within 1s");
     close(silent);
 
-    int http = bound(8, &port);
+    int http = test_loopback_socket(8, &port);
     pthread_t thread;
     CHECK(pthread_create(&thread, NULL, answer_http, &http) == 0);
     refused(port, 5000, "does not speak MQTT 5");

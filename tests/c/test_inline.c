@@ -1,7 +1,7 @@
 /* STATESTORE_CALLBACKS_INLINE: completions run on the library thread that completed the call
  * (not the dispatcher), still exactly once and never inside the _async function; blocking
- * functions, close and free are refused there; the update function of a lock update still
- * runs on the dispatcher; close completes every pending call once. */
+ * functions (also of a closed client), close and free are refused there; the update function
+ * of a lock update still runs on the dispatcher; close completes every pending call once. */
 #include <stdatomic.h>
 
 #include "check.h"
@@ -10,6 +10,7 @@
 
 static pthread_t dispatcher; /* the thread of a default client's callbacks */
 static statestore_client *inline_client;
+static statestore_client *closed_client;
 static char key[128];
 
 typedef struct {
@@ -17,8 +18,9 @@ typedef struct {
     atomic_int calls;
     statestore_status status;
     pthread_t thread;
-    /* what a blocking call, a close and a free returned inside the callback */
-    statestore_status blocking, closed, freed;
+    /* what a blocking call (of the callback's client, of a closed client), a close and a free
+     * returned inside the callback */
+    statestore_status blocking, blocking_closed, closed, freed;
     bool probe;
 } call;
 
@@ -30,6 +32,9 @@ static void on_get(void *user, statestore_status st, const char *msg, const stat
     if (c->probe) {
         statestore_value *value = NULL;
         c->blocking = statestore_get(inline_client, K(key), -1, &value);
+        statestore_value_free(value);
+        value = NULL;
+        c->blocking_closed = statestore_get(closed_client, K(key), -1, &value);
         statestore_value_free(value);
         c->closed = statestore_close(inline_client);
         c->freed = statestore_client_free(inline_client);
@@ -141,6 +146,8 @@ int main(void) {
     }
 
     /* inside an inline callback: blocking calls, close and free are refused */
+    closed_client = test_connect();
+    OK(statestore_close(closed_client));
     {
         waiter done = WAITER_INIT;
         call c = {.done = &done, .probe = true};
@@ -148,6 +155,7 @@ int main(void) {
         waiter_wait(&done, 1);
         CHECK(c.status == STATESTORE_OK);
         CHECK(c.blocking == STATESTORE_ERR_RUNTIME);
+        CHECK(c.blocking_closed == STATESTORE_ERR_RUNTIME);
         CHECK(c.closed == STATESTORE_ERR_RUNTIME);
         CHECK(c.freed == STATESTORE_ERR_RUNTIME);
     }
@@ -159,6 +167,7 @@ int main(void) {
     OK(statestore_delete(inline_client, K(key), NULL, NULL));
     OK(statestore_client_free(inline_client));
     OK(statestore_client_free(plain));
+    OK(statestore_client_free(closed_client));
     puts("test_inline: ok");
     return 0;
 }

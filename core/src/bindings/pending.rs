@@ -17,7 +17,8 @@ use super::dispatch::dispatch;
 use crate::{runtime, Error, Result};
 
 type Callback<T> = Box<dyn FnOnce(Result<T>) + Send>;
-type Call<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
+/// The future of a call, boxed until it starts.
+type CallFuture<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
 
 /// How a registered callback is run.
 #[derive(Clone, Copy)]
@@ -112,7 +113,7 @@ impl<T: Send + 'static> Slot<T> {
     }
 
     /// Runs `call` on the internal runtime; its result completes the slot.
-    fn start_on_runtime(self: &Arc<Self>, call: Call<T>) {
+    fn start_on_runtime(self: &Arc<Self>, call: CallFuture<T>) {
         if self.is_complete() {
             return; // cancelled before it started
         }
@@ -187,7 +188,7 @@ fn panicked() -> Error {
 pub struct Pending<T: Send + 'static> {
     slot: Arc<Slot<T>>,
     /// The call, until it starts.
-    call: Option<Call<T>>,
+    call: Option<CallFuture<T>>,
     /// The process that made the call: after fork its state belongs to the parent.
     pid: u32,
 }

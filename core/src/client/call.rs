@@ -7,14 +7,14 @@ use bytes::Bytes;
 use rumqttc::v5::mqttbytes::QoS;
 
 use super::envelope::{self, RequestMeta};
-use super::pending::Reply;
+use super::in_flight::Reply;
 use super::shared::Shared;
 use super::validate;
 use crate::protocol::{topics, Hlc, Request, Response};
 use crate::{Error, Result};
 
-/// What to send.
-pub(crate) struct Call<'a> {
+/// One invocation of the state store's command: the request and how to send it.
+pub(crate) struct Invocation<'a> {
     pub(crate) request: Request,
     pub(crate) fencing_token: Option<&'a Hlc>,
     pub(crate) persist: bool,
@@ -33,12 +33,12 @@ pub(crate) struct Answer {
 }
 
 impl Shared {
-    /// Sends `call` and waits for its response, at most the call's timeout.
-    pub(crate) async fn call(&self, call: Call<'_>) -> Result<Answer> {
+    /// Sends `invocation` and waits for its response, at most the invocation's timeout.
+    pub(crate) async fn call(&self, invocation: Invocation<'_>) -> Result<Answer> {
         crate::blocking::ensure_created_here(self.pid, "client")?;
-        let timeout = validate::timeout(call.timeout.unwrap_or(self.default_timeout))?;
-        let payload = call.request.encode();
-        match tokio::time::timeout(timeout, self.attempts(&call, &payload, timeout)).await {
+        let timeout = validate::timeout(invocation.timeout.unwrap_or(self.default_timeout))?;
+        let payload = invocation.request.encode();
+        match tokio::time::timeout(timeout, self.attempts(&invocation, &payload, timeout)).await {
             Ok(result) => result,
             Err(_) => Err(Error::Timeout(timeout)),
         }
@@ -46,13 +46,13 @@ impl Shared {
 
     async fn attempts(
         &self,
-        call: &Call<'_>,
+        invocation: &Invocation<'_>,
         payload: &Bytes,
         timeout: Duration,
     ) -> Result<Answer> {
         loop {
             self.wait_ready().await?;
-            let (guard, reply) = self.pending.register()?;
+            let (guard, reply) = self.in_flight.register()?;
             let timestamp = self.clock.next()?;
             let properties = envelope::request_properties(
                 &self.client_id,
@@ -60,8 +60,8 @@ impl Shared {
                 RequestMeta {
                     correlation: guard.correlation_data(),
                     timestamp: &timestamp,
-                    fencing_token: call.fencing_token,
-                    persist: call.persist,
+                    fencing_token: invocation.fencing_token,
+                    persist: invocation.persist,
                     timeout,
                 },
             );
@@ -81,7 +81,7 @@ impl Shared {
                 .map_err(|_| Error::Closed)?;
             match reply.await {
                 Ok(Ok(reply)) => return self.answer(reply),
-                Ok(Err(Error::ConnectionLost)) if call.idempotent => {
+                Ok(Err(Error::ConnectionLost)) if invocation.idempotent => {
                     tracing::debug!("connection lost during a read: sending it again");
                 }
                 Ok(Err(error)) => return Err(error),

@@ -18,9 +18,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::backoff::Backoff;
 use super::envelope;
+use super::in_flight::Reply;
 use super::observe::KeyEvent;
 use super::options::MQTT_MAX_PACKET_SIZE;
-use super::pending::Reply;
 use super::session::SessionEvent;
 use super::shared::{LinkState, Shared};
 use crate::protocol::Notification;
@@ -109,7 +109,7 @@ impl EventLoopTask {
         let connection = self.shared.connection.fetch_add(1, Ordering::AcqRel) + 1;
         if !connack.session_present {
             // rumqttc dropped whatever it had queued or in flight with the old session.
-            let lost = self.shared.pending.fail_unknown();
+            let lost = self.shared.in_flight.fail_unknown();
             if lost > 0 {
                 tracing::warn!(
                     lost,
@@ -131,7 +131,7 @@ impl EventLoopTask {
     }
 
     fn on_connection_lost(&mut self) {
-        self.shared.pending.mark_connection_lost();
+        self.shared.in_flight.mark_connection_lost();
         // Before the link goes back to connecting: the session task's readiness for the lost
         // connection is refused from here on (see `Shared::set_link_of`).
         self.shared.connection.fetch_add(1, Ordering::AcqRel);
@@ -163,7 +163,7 @@ impl EventLoopTask {
                 payload: publish.payload,
                 properties: publish.properties,
             };
-            if !self.shared.pending.complete(&correlation, reply) {
+            if !self.shared.in_flight.complete(&correlation, reply) {
                 tracing::debug!("ignoring a response nobody waits for (late or duplicate)");
             }
         } else if let Some(key) = self.shared.notification_key(topic) {

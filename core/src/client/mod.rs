@@ -7,9 +7,9 @@ mod connect_error;
 mod env;
 mod envelope;
 mod event_loop;
+mod in_flight;
 mod observe;
 mod options;
-mod pending;
 mod scan;
 mod session;
 mod shared;
@@ -38,7 +38,7 @@ pub use types::{DeleteOptions, DeleteOutcome, DeleteResult, SetOptions, SetResul
 
 use crate::protocol::{Request, Response, SetFlags};
 use crate::{Error, Result};
-use call::{Answer, Call};
+use call::{Answer, Invocation};
 use event_loop::EventLoopTask;
 use shared::{LinkState, Shared};
 
@@ -215,7 +215,7 @@ impl Client {
         let answer = self
             .inner
             .shared
-            .call(Call {
+            .call(Invocation {
                 request: Request::Set {
                     key,
                     value: value.into(),
@@ -253,7 +253,7 @@ impl Client {
     ) -> Result<Option<Value>> {
         let key = key.into();
         validate::key(&key)?;
-        value_of(self.inner.shared.call(get_call(key, timeout)).await?)
+        value_of(self.inner.shared.call(invoke_get(key, timeout)).await?)
     }
 
     /// Deletes `key`.
@@ -290,7 +290,7 @@ impl Client {
         let answer = self
             .inner
             .shared
-            .call(Call {
+            .call(Invocation {
                 request,
                 fencing_token: options.fencing_token.as_ref(),
                 persist: false,
@@ -378,8 +378,8 @@ impl Client {
     }
 }
 
-fn get_call(key: Bytes, timeout: Option<Duration>) -> Call<'static> {
-    Call {
+fn invoke_get(key: Bytes, timeout: Option<Duration>) -> Invocation<'static> {
+    Invocation {
         request: Request::Get { key },
         fencing_token: None,
         persist: false,

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::backlog::{self, Backlog};
-use super::call::Call;
+use super::call::Invocation;
 use super::shared::Shared;
 use super::types::Value;
 use super::Client;
@@ -178,7 +178,7 @@ impl Overflow {
         self.backlog.clear_overflow();
         let mut delay = Duration::from_millis(100);
         while !self.events.is_closed() && !shared.is_closed() {
-            let read = shared.call(super::get_call(self.key.clone(), None)).await;
+            let read = shared.call(super::invoke_get(self.key.clone(), None)).await;
             match read.and_then(super::value_of) {
                 Ok(value) => {
                     let event = KeyEvent::Resynced { value };
@@ -377,8 +377,8 @@ impl Observers {
 /// observations deaf for that long. Asking again is safe: a registration is idempotent.
 const RESYNC_FIRST_ATTEMPT: Duration = Duration::from_millis(250);
 
-fn keynotify(key: Bytes, stop: bool) -> Call<'static> {
-    Call {
+fn keynotify(key: Bytes, stop: bool) -> Invocation<'static> {
+    Invocation {
         request: Request::KeyNotify { key, stop },
         fencing_token: None,
         persist: false,
@@ -482,12 +482,12 @@ async fn resync_key(shared: &Shared, key: &Bytes, attempt: Duration) -> Result<(
     if !shared.observers.contains(key) {
         return Ok(());
     }
-    let register = Call {
+    let register = Invocation {
         timeout: Some(attempt),
         ..keynotify(key.clone(), false)
     };
     expect_ok(&shared.call(register).await?.response)?;
-    let answer = shared.call(super::get_call(key.clone(), None)).await?;
+    let answer = shared.call(super::invoke_get(key.clone(), None)).await?;
     let value = super::value_of(answer)?;
     shared.observers.deliver_resynced(key, value);
     Ok(())

@@ -7,7 +7,7 @@ use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 
-use super::call::Call;
+use super::call::Invocation;
 use super::shared::Shared;
 use super::{unexpected, Client};
 use crate::protocol::{Request, Response, ScanPage};
@@ -137,7 +137,7 @@ impl Keys {
 
 async fn fetch(shared: &Shared, request: Request) -> Result<ScanPage> {
     let answer = shared
-        .call(Call {
+        .call(Invocation {
             request,
             fencing_token: None,
             persist: false,

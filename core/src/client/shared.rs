@@ -10,8 +10,8 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::in_flight::InFlight;
 use super::observe::Observers;
-use super::pending::PendingMap;
 use crate::protocol::{topics, HybridClock, MAX_CLOCK_SKEW};
 use crate::{Error, Result};
 
@@ -41,7 +41,7 @@ pub(crate) struct Shared {
     pub(crate) notification_filter: String,
     /// One clock per client: every `__ts` sent comes from it, every `__ts` received updates it.
     pub(crate) clock: HybridClock,
-    pub(crate) pending: PendingMap,
+    pub(crate) in_flight: InFlight,
     pub(crate) observers: Observers,
     pub(crate) link: watch::Sender<LinkState>,
     /// The broker's maximum packet size from the last CONNACK.
@@ -75,7 +75,7 @@ impl Shared {
             notification_prefix: notification_filter.trim_end_matches('+').to_owned(),
             notification_filter,
             clock: HybridClock::new(client_id.clone(), MAX_CLOCK_SKEW),
-            pending: PendingMap::new(random_u128()),
+            in_flight: InFlight::new(random_u128()),
             observers: Observers::default(),
             link: watch::Sender::new(LinkState::Connecting),
             broker_max_packet: AtomicU32::new(super::options::MQTT_MAX_PACKET_SIZE),
@@ -179,7 +179,7 @@ impl Shared {
     pub(crate) fn shutdown(&self) {
         self.link.send_replace(LinkState::Closed);
         self.cancel.cancel();
-        self.pending.close();
+        self.in_flight.close();
         self.observers.close();
     }
 }

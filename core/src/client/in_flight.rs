@@ -1,7 +1,7 @@
 //! Requests in flight, matched to responses by correlation data.
 //!
 //! Each entry is freed when its response arrives, when its caller gives up (timeout or a dropped
-//! future, through [`PendingGuard`]), or when the connection fails it. The lock is never held
+//! future, through [`InFlightGuard`]), or when the connection fails it. The lock is never held
 //! across an await.
 
 use std::collections::HashMap;
@@ -26,7 +26,8 @@ pub(crate) type Outcome = Result<Reply, Error>;
 /// Correlation data: 16 random bytes.
 pub(crate) type Correlation = u128;
 
-pub(crate) struct PendingMap {
+/// The requests in flight of one client, by correlation data.
+pub(crate) struct InFlight {
     inner: Mutex<Inner>,
     /// Mixed into every correlation so that processes forked from one parent (whose thread-local
     /// generators start equal) still differ.
@@ -52,7 +53,7 @@ struct Entry {
     reply: oneshot::Sender<Outcome>,
 }
 
-impl PendingMap {
+impl InFlight {
     pub(crate) fn new(salt: u128) -> Self {
         Self {
             inner: Mutex::new(Inner {
@@ -72,7 +73,9 @@ impl PendingMap {
     }
 
     /// Registers a request under fresh correlation data; the guard unregisters it when dropped.
-    pub(crate) fn register(&self) -> Result<(PendingGuard<'_>, oneshot::Receiver<Outcome>), Error> {
+    pub(crate) fn register(
+        &self,
+    ) -> Result<(InFlightGuard<'_>, oneshot::Receiver<Outcome>), Error> {
         let (reply, receiver) = oneshot::channel();
         let mut inner = self.lock();
         if inner.closed {
@@ -89,7 +92,7 @@ impl PendingMap {
         inner.entries.insert(correlation, Entry { seq, reply });
         drop(inner);
         Ok((
-            PendingGuard {
+            InFlightGuard {
                 map: self,
                 correlation,
             },
@@ -154,19 +157,19 @@ impl PendingMap {
 }
 
 /// Unregisters its request when dropped.
-pub(crate) struct PendingGuard<'a> {
-    map: &'a PendingMap,
+pub(crate) struct InFlightGuard<'a> {
+    map: &'a InFlight,
     correlation: Correlation,
 }
 
-impl PendingGuard<'_> {
+impl InFlightGuard<'_> {
     /// The correlation data to send.
     pub(crate) fn correlation_data(&self) -> Bytes {
         Bytes::copy_from_slice(&self.correlation.to_be_bytes())
     }
 }
 
-impl Drop for PendingGuard<'_> {
+impl Drop for InFlightGuard<'_> {
     fn drop(&mut self) {
         self.map.lock().entries.remove(&self.correlation);
     }
@@ -205,7 +208,7 @@ mod tests {
 
     #[test]
     fn response_reaches_its_caller_and_frees_the_entry() {
-        let map = PendingMap::new(7);
+        let map = InFlight::new(7);
         let (guard, mut rx) = map.register().unwrap();
         let correlation = guard.correlation_data();
         assert_eq!(correlation.len(), 16);
@@ -218,7 +221,7 @@ mod tests {
 
     #[test]
     fn dropping_the_guard_frees_the_entry() {
-        let map = PendingMap::new(0);
+        let map = InFlight::new(0);
         let guards: Vec<_> = (0..100).map(|_| map.register().unwrap()).collect();
         assert_eq!(map.len(), 100);
         drop(guards);
@@ -227,7 +230,7 @@ mod tests {
 
     #[test]
     fn only_requests_before_the_loss_fail_as_connection_lost() {
-        let map = PendingMap::new(0);
+        let map = InFlight::new(0);
         let (_old_guard, mut old) = map.register().unwrap();
         map.mark_connection_lost();
         let (_new_guard, mut new) = map.register().unwrap();
@@ -239,7 +242,7 @@ mod tests {
 
     #[test]
     fn close_fails_everything_now_and_later() {
-        let map = PendingMap::new(0);
+        let map = InFlight::new(0);
         let (_guard, mut rx) = map.register().unwrap();
         map.close();
         assert!(matches!(rx.try_recv(), Ok(Err(Error::Closed))));

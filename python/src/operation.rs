@@ -1,4 +1,4 @@
-//! [`Call`]: one core operation, through core's bridge (`Pending`): either waited for by a
+//! [`Operation`]: one core operation, through core's bridge (`Pending`): either waited for by a
 //! blocking method on the caller's thread (GIL released, Ctrl-C checked between slices) or
 //! spawned on the core runtime and delivered to an asyncio future through its loop's completion
 //! queue.
@@ -29,14 +29,14 @@ pub const SLICE: Duration = Duration::from_millis(50);
 /// A core operation not started yet, with the conversion of its output.
 type Work = Pin<Box<dyn Future<Output = Result<Conv>> + Send>>;
 
-/// Builds a [`Call`] for `future`; its output is converted by `conv` when delivered.
-pub fn spawn<T, F, C>(future: F, conv: C) -> Call
+/// Builds an [`Operation`] for `future`; its output is converted by `conv` when delivered.
+pub fn spawn<T, F, C>(future: F, conv: C) -> Operation
 where
     T: Send + 'static,
     F: Future<Output = Result<T>> + Send + 'static,
     C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 {
-    Call::lazy(Box::pin(async move {
+    Operation::lazy(Box::pin(async move {
         let value = future.await?;
         Ok(Box::new(move |py: Python<'_>| conv(py, value)) as Conv)
     }))
@@ -72,22 +72,23 @@ enum State {
     Gone,
 }
 
-/// An operation. Blocking: `wait()`. Asyncio: `deliver_to(completions, future)`.
+/// One core operation, not started until it is waited for or delivered. Blocking: `wait()`.
+/// Asyncio: `deliver_to(completions, future)`.
 #[pyclass(frozen, module = "statestore._native")]
-pub struct Call {
+pub struct Operation {
     state: Mutex<State>,
 }
 
-impl Call {
-    fn lazy(work: Work) -> Call {
-        Call {
+impl Operation {
+    fn lazy(work: Work) -> Operation {
+        Operation {
             state: Mutex::new(State::Lazy(work)),
         }
     }
 
     /// A call that fails with `error` (checked before anything runs).
-    pub fn failed(error: statestore::Error) -> Call {
-        Call::lazy(Box::pin(async move { Err(error) }))
+    pub fn failed(error: statestore::Error) -> Operation {
+        Operation::lazy(Box::pin(async move { Err(error) }))
     }
 
     fn take(&self) -> PyResult<Work> {
@@ -105,7 +106,7 @@ impl Call {
 }
 
 #[pymethods]
-impl Call {
+impl Operation {
     /// Blocks until the operation completes (GIL released, Ctrl-C honoured) and returns its
     /// result (raises its error).
     fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -227,7 +228,7 @@ impl Completions {
 /// test suite, which checks that both reach Python as `InternalError`, an `Exception`, in the
 /// blocking and the asyncio path, never as PyO3's `PanicException` (a `BaseException`).
 #[pyfunction]
-pub fn panicking_call(in_conversion: bool) -> Call {
+pub fn panicking_call(in_conversion: bool) -> Operation {
     spawn(
         async move {
             if !in_conversion {

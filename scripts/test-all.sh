@@ -9,6 +9,9 @@ export CARGO_TERM_COLOR=never
 # Line tables are all that backtraces, sanitizers and valgrind's reports read; full debug info
 # would double the debug builds' size on disk and their link time.
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+# A run from a clean clone builds everything once: incremental caches would only take disk
+# (about 3 GB of the run's 10).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # Each stage's time, printed as it ends and all together at the end (the README quotes them).
 timings=()
 stage_start=$SECONDS
@@ -32,6 +35,9 @@ on_exit() {
 }
 trap on_exit EXIT
 stage setup
+# The run needs about 9 GB of free disk (it prints what it used at the end); a build that
+# runs out of disk fails with little to say.
+df -h . | tail -n 1
 bash scripts/setup.sh
 
 stage "format and lints"
@@ -86,3 +92,4 @@ in_groups test "c bench" "python node chaos"
 timings+=("${GROUP_TIMES[@]}")
 stage ""
 echo "== timings: ${timings[*]} (total $SECONDS s)"
+echo "== disk used by the checkout and its builds: $(du -sh . 2>/dev/null | cut -f1)"

@@ -53,7 +53,10 @@ function abortable(signal, start) {
   signal.addEventListener('abort', onAbort, { once: true })
   const settled = () => signal.removeEventListener('abort', onAbort)
   return promised(() => start(call)).then(
-    (value) => (settled(), value),
+    (value) => {
+      settled()
+      return value
+    },
     (error) => {
       settled()
       throw signal.aborted && error?.code === 'STATESTORE_CANCELLED' ? abortError(signal) : error
@@ -95,24 +98,31 @@ function operation(owner, key, { native: member, construct, args: converters = [
   const natives = [...(construct ? [construct] : []), ...members.map((m) => `${construct ?? owner}.${m}`), ...uses]
   // A Promise method with a signal reads it from its options, given or (with none) added.
   const at = !signal ? -1 : converters.at(-1)?.options ? converters.length - 1 : converters.length
-  const promise = at === converters.length ? [...converters, NO_OPTIONS] : converters
+  const withSignal = at === converters.length ? [...converters, NO_OPTIONS] : converters
 
-  const invoke = (target, values, call) => {
+  const convert = (given, promise) =>
+    (promise ? withSignal : converters).flatMap((check, i) => {
+      const value = check(given[i], promise && i === at ? ['signal'] : [])
+      return check.spread ? value : [value]
+    })
+
+  // `call`: the NativeCall, if any (none for a method that answers at once).
+  const invoke = (target, values, ...call) => {
     if (construct) [target, values] = [new native[construct](target, ...values), []]
-    if (members.length === 2) return target[members[call === SYNC ? 1 : 0]](...values)
-    return members.length === 0 ? target : target[members[0]](...values, ...(call === 'plain' ? [] : [call]))
+    if (members.length === 0) return target
+    // An addon with a member per flavour takes no NativeCall.
+    if (members.length === 2) return target[members[call[0] === SYNC ? 1 : 0]](...values)
+    return target[members[0]](...values, ...call)
   }
 
   const run = (target, given, flavour) => {
-    const values = (flavour === 'promise' ? promise : converters).flatMap((convert, i) => {
-      const value = convert(given[i], flavour === 'promise' && i === at ? ['signal'] : [])
-      return convert.spread ? value : [value]
-    })
+    const promise = flavour === 'promise'
+    const values = convert(given, promise)
+    const aborts = promise && at >= 0 ? checkSignal(given[at]?.signal) : undefined
+    const start = (...call) => (steps ? drive(steps(target, { call: call[0], sync: !promise, signal: aborts }, ...values), !promise) : invoke(target, values, ...call))
     const finish = result ?? ((value) => value)
-    const sync = flavour !== 'promise'
-    const aborts = flavour === 'promise' && at >= 0 ? checkSignal(given[at]?.signal) : undefined
-    const start = (call) => (steps ? drive(steps(target, { call, sync, signal: aborts }, ...values), sync) : invoke(target, values, call))
-    if (sync) return finish(start(flavour === 'sync' ? SYNC : 'plain'))
+    if (flavour === 'plain') return finish(start())
+    if (flavour === 'sync') return finish(start(SYNC))
     const pending = abortable(aborts, start)
     return lazy ? finish(pending) : result ? pending.then(finish) : pending
   }
@@ -200,4 +210,4 @@ class Wrapper {
   }
 }
 
-module.exports = { SYNC, Wrapper, functions, backs, backing, abortError }
+module.exports = { SYNC, Wrapper, functions, backs, backing, abortError, drive }

@@ -6,7 +6,7 @@ const { EventEmitter } = require('node:events')
 const native = require('./native.js')
 const args = require('./args.js')
 const testing = require('./testing.js')
-const { SYNC, Wrapper, functions, backs, backing, abortError } = require('./call.js')
+const { SYNC, Wrapper, functions, backs, backing, abortError, drive } = require('./call.js')
 
 const EVENT_KINDS = native.vocabulary().find((list) => list.name === 'event_kind').words
 
@@ -135,33 +135,31 @@ const EVENTS = ['NativeEvents.setSink']
 backs('Observation', { next: ['NativeEvents.next'], nextSync: ['NativeEvents.nextSync'], closed: ['NativeEvents.isClosed'], close: ['NativeEvents.close'], on: EVENTS, once: EVENTS, addListener: EVENTS })
 const observation = (n) => new Observation(n)
 
-/** An async (and sync) iterator over the keys matching a pattern, page by page. */
+/** An async (and sync) iterator over the keys matching a pattern, fetched a page at a time. */
 class KeyIterator {
   #native
   #page = []
   constructor(n) {
     this.#native = n
   }
-  async next() {
+  // The next key, or null past the last, in either flavour (see `drive`).
+  *#key(call) {
     while (this.#page.length === 0) {
-      const page = await this.#native.nextPage()
-      if (page === null) return done()
+      const page = yield this.#native.nextPage(call)
+      if (page === null) return null
       this.#page = page
     }
-    return { done: false, value: this.#page.shift() }
+    return this.#page.shift()
+  }
+  async next() {
+    const key = await drive(this.#key(), false)
+    return key === null ? done() : { done: false, value: key }
   }
   [Symbol.asyncIterator]() {
     return this
   }
   *[Symbol.iterator]() {
-    for (;;) {
-      while (this.#page.length === 0) {
-        const page = this.#native.nextPage(SYNC)
-        if (page === null) return
-        this.#page = page
-      }
-      yield this.#page.shift()
-    }
+    for (let key; (key = drive(this.#key(SYNC), true)) !== null; ) yield key
   }
 }
 backs('KeyIterator', { next: ['NativeKeys.nextPage'] })
@@ -210,7 +208,7 @@ function* update(lock, { call, sync, signal }, key, fn) {
   }
   return yield txn.commit(value, then)
 }
-const UPDATE = ['beginUpdate', 'oldValue', 'enterCallback', 'exitCallback', 'commit', 'abort']
+const UPDATE = ['NativeLock.beginUpdate', 'NativeUpdate.oldValue', 'NativeUpdate.enterCallback', 'NativeUpdate.exitCallback', 'NativeUpdate.commit', 'NativeUpdate.abort']
 
 const KEY = args.param(args.bytes, 'key')
 const NAME = args.param(args.bytes, 'name')
@@ -229,7 +227,7 @@ Wrapper.define(Lock, {
     lock: { signal: true, result: guard },
     tryLock: { signal: true, result: guard },
     holder: {},
-    update: { args: [KEY, args.param(args.fn, 'fn')], signal: true, steps: update, uses: UPDATE.map((m, i) => (i ? 'NativeUpdate.' : 'NativeLock.') + m) },
+    update: { args: [KEY, args.param(args.fn, 'fn')], signal: true, steps: update, uses: UPDATE },
   },
 })
 

@@ -93,6 +93,8 @@ const param = (check, name) => (value) => check(value, name)
 function fields(spec, { name = 'options', spread = false } = {}) {
   const names = Object.keys(spec)
   const convert = (value, extra = []) => {
+    // No options object: nothing for the addon to read (on the hot path of set, delete...).
+    if ((value === undefined || value === null) && !spread) return undefined
     const given = options(value, name, [...names, ...extra])
     const values = names.map((key) => spec[key](given[key], `${name}.${key}`))
     return spread ? values : Object.fromEntries(names.map((key, i) => [key, values[i]]))

@@ -22,7 +22,7 @@ const SETTINGS = Object.fromEntries(CONNECT_OPTIONS.map((o) => [o.jsName, KINDS[
 /** Connection settings as the addon takes them, `[{ name, value }]`, from the options `name`. */
 function settings(name) {
   const convert = args.fields({ ...SETTINGS, returnStrings: args.boolean }, { name })
-  return (given) => Object.entries(convert(given)).flatMap(([key, value]) => (value === undefined ? [] : [{ name: key, value }]))
+  return (given) => Object.entries(convert(given) ?? {}).flatMap(([key, value]) => (value === undefined ? [] : [{ name: key, value }]))
 }
 
 /**

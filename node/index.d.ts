@@ -1,7 +1,8 @@
 // Types of the `mqtt-statestore` package (hand-written over the addon's generated native.d.ts;
-// test/package.test.mjs checks that every runtime method is declared here, the examples are
-// type-checked with `tsc --noEmit --strict`, and typecheck/check.mjs makes sure tsc reports
-// every deliberate mistake of typecheck/mistakes.ts).
+// test/package.test.mjs checks that every runtime method is declared here, typecheck/backing.mjs
+// that every member declared here exists and that the addon members it calls are in native.d.ts
+// and in the addon, the examples are type-checked with `tsc --noEmit --strict`, and
+// typecheck/check.mjs makes sure tsc reports every deliberate mistake of typecheck/mistakes.ts).
 
 /// <reference types="node" />
 

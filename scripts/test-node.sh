@@ -11,7 +11,8 @@
 #      `npm install <checkout>/node` into an empty project outside the repository, and the
 #      README example there;
 #   3. `tsc --noEmit --strict` on the TypeScript example, tsc over a file of deliberate type
-#      mistakes (each must be reported) and correct uses (node/typecheck/check.mjs), and
+#      mistakes (each must be reported) and correct uses (node/typecheck/check.mjs), index.d.ts
+#      against the addon's generated native.d.ts and exports (node/typecheck/backing.mjs), and
 #      clippy/rustfmt of the crates.
 # Ends with node --test's "# pass N / # fail N" for each suite.
 set -euo pipefail
@@ -117,4 +118,6 @@ echo "== node: tsc --noEmit --strict on the TypeScript example"
 (cd node && timeout 120 npx tsc -p examples/tsconfig.json --noEmit --strict)
 echo "== node: tsc --strict reports every mistake of typecheck/mistakes.ts, accepts typecheck/correct.ts"
 (cd node && timeout 180 node typecheck/check.mjs)
+echo "== node: index.d.ts promises no call the addon (and its generated native.d.ts) lacks"
+(cd node && timeout 120 node typecheck/backing.mjs)
 echo "== node: all suites passed"

@@ -1,19 +1,15 @@
 'use strict'
-// Argument checks: a wrong type is a TypeError naming the parameter (Node's own
-// ERR_INVALID_ARG_TYPE style), raised before anything reaches the addon.
+// Argument conversions: what the addon takes, from what JavaScript passes. Only JavaScript types
+// are checked here (a TypeError naming the parameter, Node's ERR_INVALID_ARG_TYPE style): values
+// (empty keys, durations' ranges, condition names, versions) are core's to refuse, with its
+// STATESTORE_INVALID_ARGUMENT, as in every binding.
 
 function describe(value) {
-  if (value === null) return 'null'
-  if (value === undefined) return 'undefined'
+  if (value === null || value === undefined) return String(value)
   if (typeof value === 'function') return `function ${value.name || '<anonymous>'}`
-  if (typeof value === 'object') {
-    const name = value.constructor && value.constructor.name
-    return name ? `an instance of ${name}` : 'an object'
-  }
-  let shown = String(value)
-  if (shown.length > 28) shown = shown.slice(0, 25) + '...'
-  if (typeof value === 'string') shown = `'${shown}'`
-  return `type ${typeof value} (${shown})`
+  if (typeof value === 'object') return value.constructor?.name ? `an instance of ${value.constructor.name}` : 'an object'
+  const shown = String(value).length > 28 ? String(value).slice(0, 25) + '...' : String(value)
+  return `type ${typeof value} (${typeof value === 'string' ? `'${shown}'` : shown})`
 }
 
 function typeError(name, expected, value) {
@@ -24,14 +20,12 @@ function typeError(name, expected, value) {
 
 // String.prototype.isWellFormed is Node >= 20; a `u` regex matches a surrogate only when it
 // is not half of a pair.
-const LONE_SURROGATE = /\p{Surrogate}/u
-const wellFormed =
-  typeof String.prototype.isWellFormed === 'function' ? (s) => s.isWellFormed() : (s) => !LONE_SURROGATE.test(s)
+const wellFormed = String.prototype.isWellFormed ? (s) => s.isWellFormed() : (s) => !/\p{Surrogate}/u.test(s)
 
 /**
- * A string argument as the addon takes it: valid Unicode. A lone surrogate has no UTF-8 form
- * (the conversion would send U+FFFD, a different key than the caller meant): core's
- * STATESTORE_INVALID_ARGUMENT naming the argument, as every binding refuses it.
+ * A string as the addon takes it: valid Unicode. A lone surrogate has no UTF-8 form (the
+ * conversion would send U+FFFD, a different key than the caller meant) and core never sees the
+ * string it was: core's STATESTORE_INVALID_ARGUMENT naming the argument, thrown from here.
  */
 function text(value, name) {
   if (!wellFormed(value)) require('./native.js').refuseText(name)
@@ -46,30 +40,27 @@ function bytes(value, name) {
   throw typeError(name, 'of type string or an instance of Buffer or Uint8Array', value)
 }
 
-/**
- * A duration in milliseconds (undefined stays undefined). Only the type is checked here: a
- * negative or non-finite number is refused by core (STATESTORE_INVALID_ARGUMENT, naming it),
- * as in every binding.
- */
-function duration(value, name, { required = false } = {}) {
-  if (value === undefined || value === null) {
-    if (required) throw typeError(name, 'of type number (milliseconds)', value)
-    return undefined
-  }
-  if (typeof value !== 'number') throw typeError(name, 'of type number (milliseconds)', value)
-  return value
+/** An optional value of one JavaScript type (undefined and null: absent), then `convert`ed. */
+const optional = (type, expected, convert = (value) => value) => (value, name) => {
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== type) throw typeError(name, expected, value)
+  return convert(value, name)
 }
 
-function boolean(value, name) {
-  if (value === undefined || value === null) return undefined
-  if (typeof value !== 'boolean') throw typeError(name, 'of type boolean', value)
-  return value
-}
+const MS = 'of type number (milliseconds)'
+const VERSION = 'of type string (a version or fencing token)'
+const duration = optional('number', MS)
+const boolean = optional('boolean', 'of type boolean')
+const string = optional('string', 'of type string', text)
+const number = optional('number', 'of type number')
+const token = optional('string', VERSION, text)
+/** A number, or a string core reads as one (a port as the environment spells it). */
+const numeric = (value, name) => (typeof value === 'string' ? text(value, name) : number(value, name))
 
-function string(value, name) {
-  if (value === undefined || value === null) return undefined
-  if (typeof value !== 'string') throw typeError(name, 'of type string', value)
-  return text(value, name)
+/** `check` of a value that must be given. */
+const must = (check, expected) => (value, name) => {
+  if (value === undefined || value === null) throw typeError(name, expected, value)
+  return check(value, name)
 }
 
 function fn(value, name) {
@@ -84,22 +75,34 @@ function fn(value, name) {
 function options(value, name, allowed) {
   if (value === undefined || value === null) return {}
   if (typeof value !== 'object' || Array.isArray(value)) throw typeError(name, 'of type object', value)
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) {
-      const error = new TypeError(`Unknown option "${key}" in "${name}"; expected one of: ${allowed.join(', ')}`)
-      error.code = 'ERR_INVALID_ARG_VALUE'
-      throw error
-    }
+  const unknown = Object.keys(value).find((key) => !allowed.includes(key))
+  if (unknown === undefined) return value
+  const error = new TypeError(`Unknown option "${unknown}" in "${name}"; expected one of: ${allowed.join(', ')}`)
+  error.code = 'ERR_INVALID_ARG_VALUE'
+  throw error
+}
+
+/** The conversion of the parameter `name` by `check`. */
+const param = (check, name) => (value) => check(value, name)
+
+/**
+ * The conversion of an options parameter, `spec` giving each option's check: the values by
+ * name, or (`spread`) in `spec`'s order as arguments of their own. `extra` names are allowed
+ * too (a Promise method's `signal`, which its caller reads).
+ */
+function fields(spec, { name = 'options', spread = false } = {}) {
+  const names = Object.keys(spec)
+  const convert = (value, extra = []) => {
+    // No options object: nothing for the addon to read (on the hot path of set, delete...).
+    if ((value === undefined || value === null) && !spread) return undefined
+    const given = options(value, name, [...names, ...extra])
+    const values = names.map((key) => spec[key](given[key], `${name}.${key}`))
+    return spread ? values : Object.fromEntries(names.map((key, i) => [key, values[i]]))
   }
-  return value
+  return Object.assign(convert, { options: true, spread })
 }
 
-/** A version or fencing token: its string form (a FencingToken/Version object is accepted). */
-function token(value, name) {
-  if (value === undefined || value === null) return undefined
-  if (typeof value === 'string') return text(value, name)
-  if (typeof value === 'object' && typeof value.toString === 'function' && value.constructor && value.constructor.name === 'Version') return value.toString()
-  throw typeError(name, 'of type string (a version or fencing token)', value)
-}
+const ttl = must(duration, MS)
+const version = must(token, VERSION)
 
-module.exports = { bytes, duration, boolean, string, text, fn, options, token, typeError }
+module.exports = { bytes, duration, ttl, version, boolean, string, number, numeric, token, fn, options, param, fields, typeError }

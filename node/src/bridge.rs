@@ -8,13 +8,13 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use napi::bindgen_prelude::{
-    Buffer, Either, JsObjectValue, Object, ToNapiValue, TypeName, ValueType,
+    Buffer, Either, JsObjectValue, Null, Object, ToNapiValue, TypeName, ValueType,
 };
 use napi::sys;
 use napi::{Env, JsValue};
 use napi_derive::napi;
-
-use crate::bindings::{Canceller, ErrorInfo, Pending};
+use statestore::bindings::{Canceller, ErrorInfo, Pending};
+use statestore::Hlc;
 
 /// A key or value as JavaScript passes it: a string (UTF-8) or a Buffer (the JS wrapper turns
 /// any other Uint8Array into a Buffer over the same memory).
@@ -28,6 +28,22 @@ pub fn bytes(value: JsBytes) -> Bytes {
     }
 }
 
+/// A field that is `null` in JavaScript when absent (an `Option` field would be left out).
+pub type Nullable<T> = Either<T, Null>;
+
+/// [`Nullable`] of an `Option`.
+pub fn nullable<T>(value: Option<T>) -> Nullable<T> {
+    match value {
+        Some(value) => Either::A(value),
+        None => Either::B(Null),
+    }
+}
+
+/// A version or fencing token in its text form (`wallMs:counter:node`).
+pub fn version(hlc: Option<Hlc>) -> Option<String> {
+    hlc.map(|v| v.to_string())
+}
+
 /// A JavaScript number of milliseconds as a duration, by core's rule
 /// ([`statestore::bindings::duration`]); the JS wrapper checked the type.
 pub fn millis(name: &str, ms: f64) -> statestore::Result<Duration> {
@@ -39,18 +55,49 @@ pub fn millis_opt(name: &str, ms: Option<f64>) -> statestore::Result<Option<Dura
     ms.map(|ms| millis(name, ms)).transpose()
 }
 
-/// Bytes for JavaScript: becomes a Buffer whose memory belongs to the JavaScript engine
-/// (`napi_create_buffer_copy`), copied once when it is handed over on the JavaScript thread.
+/// Bytes for JavaScript: a Buffer whose memory belongs to the JavaScript engine
+/// (`napi_create_buffer_copy`), copied once when it is handed over on the JavaScript thread;
+/// or, for a client connected with `returnStrings` (see [`Out`]), a string.
 ///
 /// Not an external buffer over Rust memory (`Buffer::from(Vec)`): Node releases external
 /// memory through finalizers it runs on the event loop, so a synchronous loop of `getSync`
 /// that never yields kept every value it had read (+228 MiB over a million calls). The
 /// engine frees its own copies at garbage collection, yielding or not.
-pub struct JsBuffer(Bytes);
+pub struct JsBuffer {
+    bytes: Bytes,
+    text: bool,
+}
 
-/// [`JsBuffer`] of `bytes` (a reference count, not a copy: the copy is made for JavaScript).
+/// How an object hands bytes (values, keys, names) to JavaScript: Buffers, or strings for a
+/// client connected with `returnStrings` (UTF-8 read as `buffer.toString()` reads it: an
+/// invalid sequence becomes U+FFFD). Everything made from a client keeps the client's choice.
+#[derive(Clone, Copy)]
+pub struct Out {
+    text: bool,
+}
+
+impl Out {
+    /// Buffers.
+    pub const BUFFERS: Out = Out { text: false };
+
+    /// Strings when `text`, otherwise Buffers.
+    pub fn strings(text: bool) -> Out {
+        Out { text }
+    }
+
+    /// [`JsBuffer`] of `bytes` (a reference count, not a copy: the copy is made for
+    /// JavaScript).
+    pub fn bytes(self, bytes: &Bytes) -> JsBuffer {
+        JsBuffer {
+            bytes: bytes.clone(),
+            text: self.text,
+        }
+    }
+}
+
+/// A Buffer of `bytes`, whatever the client's choice (a loss's holder).
 pub fn buffer(bytes: &Bytes) -> JsBuffer {
-    JsBuffer(bytes.clone())
+    Out::BUFFERS.bytes(bytes)
 }
 
 impl TypeName for JsBuffer {
@@ -65,12 +112,18 @@ impl TypeName for JsBuffer {
 
 impl ToNapiValue for JsBuffer {
     unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
-        let mut buffer = ptr::null_mut();
-        let (data, len) = (value.0.as_ptr().cast(), value.0.len());
+        let mut made = ptr::null_mut();
+        let (data, len) = (value.bytes.as_ptr(), value.bytes.len());
+        // SAFETY: `data` points at `len` bytes that `value` keeps alive for the call; both
+        // functions copy them into memory of the engine, and `made` is written by them.
         check(unsafe {
-            sys::napi_create_buffer_copy(env, len, data, ptr::null_mut(), &mut buffer)
+            if value.text {
+                sys::napi_create_string_utf8(env, data.cast(), len as isize, &mut made)
+            } else {
+                sys::napi_create_buffer_copy(env, len, data.cast(), ptr::null_mut(), &mut made)
+            }
         })?;
-        Ok(buffer)
+        Ok(made)
     }
 }
 

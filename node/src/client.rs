@@ -1,14 +1,18 @@
 //! `NativeClient`: every operation of core's client as a Promise method and a `…Sync` twin.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use napi::bindgen_prelude::{Either, Null};
+use napi::bindgen_prelude::Either3;
 use napi::Env;
 use napi_derive::napi;
 use statestore::{Client, ConnectOptions, DeleteOptions, DeleteOutcome, Hlc, SetOptions};
 
-use crate::bindings::{OptionValue, Pending};
-use crate::bridge::{self, buffer, bytes, millis, millis_opt, Call, JsBuffer, JsBytes, Returned};
+use statestore::bindings::{OptionValue, Pending};
+
+use crate::bridge::{
+    self, bytes, millis, millis_opt, nullable, version, Call, JsBuffer, JsBytes, Nullable, Out,
+    Returned,
+};
 use crate::events::NativeEvents;
 use crate::keys::NativeKeys;
 use crate::registry;
@@ -17,7 +21,7 @@ use crate::registry;
 #[napi(object)]
 pub struct ConnectSetting {
     pub name: String,
-    pub value: napi::bindgen_prelude::Either3<String, f64, bool>,
+    pub value: Either3<String, f64, bool>,
 }
 
 /// SET options (durations in milliseconds).
@@ -40,16 +44,6 @@ pub struct NativeDeleteOptions {
     pub timeout: Option<f64>,
 }
 
-/// A field that is `null` in JavaScript when absent (an `Option` field would be left out).
-pub type Nullable<T> = Either<T, Null>;
-
-fn nullable<T>(value: Option<T>) -> Nullable<T> {
-    match value {
-        Some(value) => Either::A(value),
-        None => Either::B(Null),
-    }
-}
-
 #[napi(object)]
 pub struct JsSetResult {
     pub applied: bool,
@@ -70,22 +64,28 @@ pub struct JsDeleteResult {
     pub version: Nullable<String>,
 }
 
+/// Core's connection options from `base` and the settings JavaScript gave, and how the client
+/// hands bytes back: `returnStrings`, the one setting that is the package's rather than core's.
 fn connect_options(
     base: ConnectOptions,
     settings: Vec<ConnectSetting>,
-) -> statestore::Result<ConnectOptions> {
-    let mut options = base;
+) -> statestore::Result<(ConnectOptions, Out)> {
+    let (mut options, mut out) = (base, Out::BUFFERS);
     for setting in settings {
+        if setting.name == "returnStrings" {
+            out = Out::strings(matches!(setting.value, Either3::C(true)));
+            continue;
+        }
         let value = match setting.value {
-            napi::bindgen_prelude::Either3::A(text) => OptionValue::Str(text),
-            napi::bindgen_prelude::Either3::B(number)
+            Either3::A(text) => OptionValue::Str(text),
+            Either3::B(number)
                 if statestore::bindings::OptionSpec::find(&setting.name).is_some_and(|spec| {
                     spec.kind == statestore::bindings::OptionKind::Duration
                 }) =>
             {
                 OptionValue::Duration(crate::bridge::millis(&setting.name, number)?)
             }
-            napi::bindgen_prelude::Either3::B(number) => {
+            Either3::B(number) => {
                 if number.fract() != 0.0 || !number.is_finite() {
                     return Err(statestore::Error::InvalidArgument(format!(
                         "{}: {number} is not a whole number",
@@ -94,11 +94,11 @@ fn connect_options(
                 }
                 OptionValue::Int(number as i64)
             }
-            napi::bindgen_prelude::Either3::C(flag) => OptionValue::Bool(flag),
+            Either3::C(flag) => OptionValue::Bool(flag),
         };
         options.set_option(&setting.name, value)?;
     }
-    Ok(options)
+    Ok((options, out))
 }
 
 fn token(name: &str, text: Option<String>) -> statestore::Result<Option<Hlc>> {
@@ -112,17 +112,17 @@ fn set_options(options: Option<NativeSetOptions>) -> statestore::Result<SetOptio
     if let Some(condition) = options.condition {
         set = set.condition(statestore::bindings::set_condition(
             &condition,
-            "condition",
+            "options.condition",
         )?);
     }
     if let Some(expiry) = options.expiry {
-        set = set.expiry(millis("expiry", expiry)?);
+        set = set.expiry(millis("options.expiry", expiry)?);
     }
-    if let Some(token) = token("fencingToken", options.fencing_token)? {
+    if let Some(token) = token("options.fencingToken", options.fencing_token)? {
         set = set.fencing_token(token);
     }
     if let Some(timeout) = options.timeout {
-        set = set.timeout(millis("timeout", timeout)?);
+        set = set.timeout(millis("options.timeout", timeout)?);
     }
     if let Some(persist) = options.persist {
         set = set.persist(persist);
@@ -133,17 +133,13 @@ fn set_options(options: Option<NativeSetOptions>) -> statestore::Result<SetOptio
 fn delete_options(options: Option<NativeDeleteOptions>) -> statestore::Result<DeleteOptions> {
     let options = options.unwrap_or_default();
     let mut delete = DeleteOptions::default();
-    if let Some(token) = token("fencingToken", options.fencing_token)? {
+    if let Some(token) = token("options.fencingToken", options.fencing_token)? {
         delete = delete.fencing_token(token);
     }
     if let Some(timeout) = options.timeout {
-        delete = delete.timeout(millis("timeout", timeout)?);
+        delete = delete.timeout(millis("options.timeout", timeout)?);
     }
     Ok(delete)
-}
-
-pub(crate) fn version(hlc: Option<Hlc>) -> Option<String> {
-    hlc.map(|v| v.to_string())
 }
 
 fn set_result(result: statestore::SetResult) -> JsSetResult {
@@ -153,9 +149,9 @@ fn set_result(result: statestore::SetResult) -> JsSetResult {
     }
 }
 
-fn value_result(value: Option<statestore::Value>) -> Option<JsValueResult> {
+fn value_result(value: Option<statestore::Value>, out: Out) -> Option<JsValueResult> {
     value.map(|v| JsValueResult {
-        value: buffer(&v.value),
+        value: out.bytes(&v.value),
         version: nullable(version(v.version)),
     })
 }
@@ -168,23 +164,26 @@ fn delete_result(result: statestore::DeleteResult) -> JsDeleteResult {
     }
 }
 
-/// The native client. Use `Client` from the package: it validates arguments and adds the
+/// The native client. Use `Client` from the package: it checks JavaScript types and adds the
 /// iterators and events.
 #[napi]
 pub struct NativeClient {
     // Shared with the environment's registry (weakly), which closes it at teardown.
     pub(crate) client: Arc<Client>,
+    pub(crate) out: Out,
 }
 
-fn connect_pending(env_options: bool, settings: Vec<ConnectSetting>) -> Pending<Client> {
-    let options = if env_options {
-        ConnectOptions::from_env().and_then(|base| connect_options(base, settings))
-    } else {
-        connect_options(ConnectOptions::default(), settings)
-    };
-    match options {
-        Ok(options) => Pending::spawn(Client::connect(options)),
-        Err(error) => Pending::ready(Err(error)),
+/// A client is closed (in the background) when its environment goes away.
+impl registry::Opened for Weak<Client> {
+    fn is_done(&self) -> bool {
+        self.upgrade().is_none_or(|client| client.is_closed())
+    }
+
+    fn close(&self) {
+        if let (Some(client), Ok(handle)) = (self.upgrade(), statestore::runtime::handle()) {
+            let client = Client::clone(&client);
+            handle.spawn(async move { client.close().await });
+        }
     }
 }
 
@@ -203,25 +202,24 @@ where
 /// itself with the package's blocking instance.
 #[napi]
 impl NativeClient {
-    /// Connects with the given settings (over `localhost:1883`, or over the `AIO_*`
-    /// environment when `fromEnv`).
+    /// Connects with the given settings (over `localhost:1883` unless they say otherwise).
     #[napi(ts_return_type = "NativeClient | Promise<NativeClient>", catch_unwind)]
     pub fn connect<'e>(
         env: &'e Env,
         settings: Vec<ConnectSetting>,
-        from_env: bool,
         call: Call,
     ) -> napi::Result<Returned<'e, NativeClient>> {
-        bridge::run(
-            env,
-            call,
-            connect_pending(from_env, settings),
-            |env, client| {
-                let client = Arc::new(client);
-                registry::add_client(env, &client);
-                Ok(NativeClient { client })
-            },
-        )
+        Self::connect_with(env, Ok(ConnectOptions::default()), settings, call)
+    }
+
+    /// Connects with the `AIO_*` environment of an Azure IoT Operations pod, then `settings`.
+    #[napi(ts_return_type = "NativeClient | Promise<NativeClient>", catch_unwind)]
+    pub fn from_env<'e>(
+        env: &'e Env,
+        settings: Vec<ConnectSetting>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, NativeClient>> {
+        Self::connect_with(env, ConnectOptions::from_env(), settings, call)
     }
 
     #[napi(getter, catch_unwind)]
@@ -264,13 +262,13 @@ impl NativeClient {
     ) -> napi::Result<Returned<'e, Option<JsValueResult>>> {
         let client = self.client();
         let key = bytes(key);
-        let pending = spawn(millis_opt("timeout", timeout), |timeout| {
+        let pending = spawn(millis_opt("options.timeout", timeout), |timeout| {
             Pending::spawn(async move { client.get_with_timeout(key, timeout).await })
         });
-        bridge::run(env, call, pending, |_, v| Ok(value_result(v)))
+        let out = self.out;
+        bridge::run(env, call, pending, move |_, v| Ok(value_result(v, out)))
     }
 
-    /// DEL, or VDEL when `value` is given.
     #[napi(
         ts_return_type = "JsDeleteResult | Promise<JsDeleteResult>",
         catch_unwind
@@ -279,21 +277,26 @@ impl NativeClient {
         &self,
         env: &'e Env,
         key: JsBytes,
-        value: Option<JsBytes>,
         options: Option<NativeDeleteOptions>,
         call: Call,
     ) -> napi::Result<Returned<'e, JsDeleteResult>> {
-        let client = self.client();
-        let (key, value) = (bytes(key), value.map(bytes));
-        let pending = spawn(delete_options(options), |options| {
-            Pending::spawn(async move {
-                match value {
-                    None => client.delete(key, options).await,
-                    Some(value) => client.vdel(key, value, options).await,
-                }
-            })
-        });
-        bridge::run(env, call, pending, |_, r| Ok(delete_result(r)))
+        self.delete_if(env, key, None, options, call)
+    }
+
+    /// Deletes `key` only if it holds `value`.
+    #[napi(
+        ts_return_type = "JsDeleteResult | Promise<JsDeleteResult>",
+        catch_unwind
+    )]
+    pub fn vdel<'e>(
+        &self,
+        env: &'e Env,
+        key: JsBytes,
+        value: JsBytes,
+        options: Option<NativeDeleteOptions>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, JsDeleteResult>> {
+        self.delete_if(env, key, Some(value), options, call)
     }
 
     #[napi(ts_return_type = "NativeEvents | Promise<NativeEvents>", catch_unwind)]
@@ -305,9 +308,12 @@ impl NativeClient {
     ) -> napi::Result<Returned<'e, NativeEvents>> {
         let client = self.client();
         let key = bytes(key);
-        let pending = Pending::spawn(async move { client.observe(key).await });
-        bridge::run(env, call, pending, |env, o| {
-            Ok(NativeEvents::from_observation(env, o))
+        let (pending, out) = (
+            Pending::spawn(async move { client.observe(key).await }),
+            self.out,
+        );
+        bridge::run(env, call, pending, move |env, o| {
+            Ok(NativeEvents::from_observation(env, o, out))
         })
     }
 
@@ -328,7 +334,7 @@ impl NativeClient {
     #[napi(catch_unwind)]
     pub fn keys(&self, env: &Env, pattern: JsBytes) -> napi::Result<NativeKeys> {
         let keys = bridge::sync(env, self.client.keys(bytes(pattern)))?;
-        Ok(NativeKeys::new(keys))
+        Ok(NativeKeys::new(keys, self.out))
     }
 
     #[napi(ts_return_type = "void | Promise<void>", catch_unwind)]
@@ -342,5 +348,45 @@ impl NativeClient {
 impl NativeClient {
     pub(crate) fn client(&self) -> Client {
         Client::clone(&self.client)
+    }
+
+    fn connect_with<'e>(
+        env: &'e Env,
+        base: statestore::Result<ConnectOptions>,
+        settings: Vec<ConnectSetting>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, NativeClient>> {
+        let (options, out) = match base.and_then(|base| connect_options(base, settings)) {
+            Ok((options, out)) => (Ok(options), out),
+            Err(error) => (Err(error), Out::BUFFERS),
+        };
+        let pending = spawn(options, |options| Pending::spawn(Client::connect(options)));
+        bridge::run(env, call, pending, move |env, client| {
+            let client = Arc::new(client);
+            registry::add(env, Box::new(Arc::downgrade(&client)));
+            Ok(NativeClient { client, out })
+        })
+    }
+
+    /// DEL, or VDEL when `value` is given.
+    fn delete_if<'e>(
+        &self,
+        env: &'e Env,
+        key: JsBytes,
+        value: Option<JsBytes>,
+        options: Option<NativeDeleteOptions>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, JsDeleteResult>> {
+        let client = self.client();
+        let (key, value) = (bytes(key), value.map(bytes));
+        let pending = spawn(delete_options(options), |options| {
+            Pending::spawn(async move {
+                match value {
+                    None => client.delete(key, options).await,
+                    Some(value) => client.vdel(key, value, options).await,
+                }
+            })
+        });
+        bridge::run(env, call, pending, |_, r| Ok(delete_result(r)))
     }
 }

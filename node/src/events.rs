@@ -1,16 +1,16 @@
 //! `NativeEvents`: one stream of events (key notifications, leader changes, a lease loss),
 //! pulled with `next()`/`nextSync()` or pushed to a callback with `setSink()`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use napi::bindgen_prelude::{Function, Object};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Env;
 use napi_derive::napi;
 
-use crate::bindings::{Event, EventStream};
-use crate::bridge::{self, buffer, millis_opt, JsBuffer};
-use crate::client::version;
+use statestore::bindings::{Event, EventStream};
+
+use crate::bridge::{self, buffer, millis_opt, nullable, version, JsBuffer, Nullable, Out};
 use crate::registry;
 
 /// Why a lease or lock was lost.
@@ -28,8 +28,8 @@ pub struct JsEvent {
     /// `'set'`, `'delete'`, `'resynced'`, `'elected'`, `'vacant'` or `'lost'`.
     pub kind: String,
     pub key: JsBuffer,
-    pub value: Option<JsBuffer>,
-    pub version: Option<String>,
+    pub value: Nullable<JsBuffer>,
+    pub version: Nullable<String>,
     pub holder: Option<JsBuffer>,
     pub loss: Option<JsLoss>,
 }
@@ -42,13 +42,13 @@ pub(crate) fn js_loss(loss: &statestore::lease::Loss) -> JsLoss {
     }
 }
 
-fn js_event(event: Event) -> JsEvent {
+fn js_event(event: Event, out: Out) -> JsEvent {
     JsEvent {
         kind: event.kind.name().to_string(),
-        key: buffer(&event.key),
-        value: event.value.as_ref().map(buffer),
-        version: version(event.version),
-        holder: event.holder.as_ref().map(buffer),
+        key: out.bytes(&event.key),
+        value: nullable(event.value.as_ref().map(|value| out.bytes(value))),
+        version: nullable(version(event.version)),
+        holder: event.holder.as_ref().map(|holder| out.bytes(holder)),
         loss: event.loss.as_ref().map(js_loss),
     }
 }
@@ -57,9 +57,35 @@ fn js_event(event: Event) -> JsEvent {
 /// waits for notifications stays alive while its observation is open. Held in a slot that the
 /// stream's end (`close()`, unobserve, client closed) and the environment's teardown empty, so
 /// the process can exit after that and no runtime thread calls into a torn-down environment.
-pub(crate) type SinkHandle = Sink;
 type Sink = ThreadsafeFunction<Event, (), JsEvent, napi::Status, false>;
-pub(crate) type SinkSlot = Arc<Mutex<Option<Sink>>>;
+type SinkSlot = Arc<Mutex<Option<Sink>>>;
+
+fn empty(slot: &Mutex<Option<Sink>>) {
+    slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+}
+
+/// A stream as its environment's registry holds it.
+struct Opened {
+    stream: Weak<EventStream>,
+    sink: Weak<Mutex<Option<Sink>>>,
+}
+
+impl registry::Opened for Opened {
+    fn is_done(&self) -> bool {
+        self.stream
+            .upgrade()
+            .is_none_or(|stream| stream.is_closed())
+    }
+
+    fn close(&self) {
+        if let Some(sink) = self.sink.upgrade() {
+            empty(&sink);
+        }
+        if let Some(stream) = self.stream.upgrade() {
+            stream.close();
+        }
+    }
+}
 
 #[napi]
 pub struct NativeEvents {
@@ -67,21 +93,27 @@ pub struct NativeEvents {
     // closes the stream and stops the observation behind it.
     stream: Arc<EventStream>,
     sink: SinkSlot,
+    out: Out,
 }
 
 impl NativeEvents {
-    pub(crate) fn new(env: &Env, stream: EventStream) -> NativeEvents {
+    pub(crate) fn new(env: &Env, stream: EventStream, out: Out) -> NativeEvents {
         let sink: SinkSlot = Arc::default();
         let stream = Arc::new(stream);
-        registry::add_stream(env, &stream, &sink);
-        NativeEvents { stream, sink }
+        let opened = Opened {
+            stream: Arc::downgrade(&stream),
+            sink: Arc::downgrade(&sink),
+        };
+        registry::add(env, Box::new(opened));
+        NativeEvents { stream, sink, out }
     }
 
     pub(crate) fn from_observation(
         env: &Env,
         observation: statestore::Observation,
+        out: Out,
     ) -> NativeEvents {
-        Self::new(env, EventStream::from_observation(observation))
+        Self::new(env, EventStream::from_observation(observation), out)
     }
 }
 
@@ -90,8 +122,9 @@ impl NativeEvents {
     /// The next event, or `null` when the stream has ended.
     #[napi(catch_unwind)]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        bridge::promise(env, self.stream.next_pending(), |_, event| {
-            Ok(event.map(js_event))
+        let out = self.out;
+        bridge::promise(env, self.stream.next_pending(), move |_, event| {
+            Ok(event.map(|event| js_event(event, out)))
         })
     }
 
@@ -99,21 +132,22 @@ impl NativeEvents {
     /// wait timed out; throws `STATESTORE_CLOSED` when the stream has ended.
     #[napi(catch_unwind)]
     pub fn next_sync(&self, env: &Env, timeout: Option<f64>) -> napi::Result<Option<JsEvent>> {
-        let timeout = bridge::sync(env, millis_opt("timeout", timeout))?;
+        let timeout = bridge::sync(env, millis_opt("options.timeout", timeout))?;
         let event = self
             .stream
             .next_checked(timeout, bridge::STOP_CHECK, &mut || bridge::alive(env));
         let event = bridge::sync(env, event)?;
-        Ok(event.map(js_event))
+        Ok(event.map(|event| js_event(event, self.out)))
     }
 
     /// Push mode: every event goes to `callback` on the JavaScript thread.
     #[napi(catch_unwind)]
     pub fn set_sink(&self, callback: Function<JsEvent, ()>) -> napi::Result<()> {
+        let out = self.out;
         let tsfn: Sink = callback
             .build_threadsafe_function::<Event>()
             .callee_handled::<false>()
-            .build_callback(|ctx| Ok(js_event(ctx.value)))?;
+            .build_callback(move |ctx| Ok(js_event(ctx.value, out)))?;
         *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(tsfn);
         let slot = Arc::downgrade(&self.sink);
         self.stream.set_sink(move |event| {
@@ -128,7 +162,7 @@ impl NativeEvents {
         let slot = Arc::downgrade(&self.sink);
         self.stream.on_end(move || {
             if let Some(slot) = slot.upgrade() {
-                slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+                empty(&slot);
             }
         });
         Ok(())
@@ -138,7 +172,7 @@ impl NativeEvents {
     #[napi(catch_unwind)]
     pub fn close(&self) {
         self.stream.close();
-        self.sink.lock().unwrap_or_else(|e| e.into_inner()).take();
+        empty(&self.sink);
     }
 
     #[napi(getter, catch_unwind)]
@@ -148,6 +182,6 @@ impl NativeEvents {
 
     #[napi(getter, catch_unwind)]
     pub fn key(&self) -> JsBuffer {
-        buffer(self.stream.key())
+        self.out.bytes(self.stream.key())
     }
 }

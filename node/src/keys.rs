@@ -5,19 +5,21 @@ use std::sync::Arc;
 use napi::Env;
 use napi_derive::napi;
 
-use crate::bindings::Pending;
-use crate::bridge::{self, buffer, Call, JsBuffer, Returned};
+use crate::bridge::{self, Call, JsBuffer, Out, Returned};
+use statestore::bindings::Pending;
 
 #[napi]
 pub struct NativeKeys {
     // One page request at a time: the pager holds SCAN's continuation state.
     keys: Arc<tokio::sync::Mutex<statestore::Keys>>,
+    out: Out,
 }
 
 impl NativeKeys {
-    pub(crate) fn new(keys: statestore::Keys) -> NativeKeys {
+    pub(crate) fn new(keys: statestore::Keys, out: Out) -> NativeKeys {
         NativeKeys {
             keys: Arc::new(tokio::sync::Mutex::new(keys)),
+            out,
         }
     }
 }
@@ -36,8 +38,9 @@ impl NativeKeys {
     ) -> napi::Result<Returned<'e, Option<Vec<JsBuffer>>>> {
         let keys = self.keys.clone();
         let pending = Pending::spawn(async move { keys.lock().await.next_page().await });
-        bridge::run(env, call, pending, |_, keys| {
-            Ok(keys.map(|keys| keys.iter().map(buffer).collect()))
+        let out = self.out;
+        bridge::run(env, call, pending, move |_, keys| {
+            Ok(keys.map(|keys| keys.iter().map(|key| out.bytes(key)).collect()))
         })
     }
 }

@@ -11,7 +11,9 @@ use statestore::bindings::{EventStream, Pending};
 use statestore::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, Loss, UpdateTxn};
 use statestore::Error;
 
-use crate::bridge::{self, buffer, bytes, millis, millis_opt, Call, JsBuffer, JsBytes, Returned};
+use crate::bridge::{
+    self, bytes, millis, millis_opt, nullable, Call, JsBuffer, JsBytes, Nullable, Out, Returned,
+};
 use crate::client::NativeClient;
 use crate::events::{js_loss, JsLoss, NativeEvents};
 
@@ -20,9 +22,9 @@ use crate::events::{js_loss, JsLoss, NativeEvents};
 pub struct JsAcquire {
     pub acquired: bool,
     /// The fencing token when acquired.
-    pub fencing_token: Option<String>,
+    pub fencing_token: Nullable<String>,
     /// The current holder when not acquired (if known).
-    pub holder: Option<JsBuffer>,
+    pub holder: Nullable<JsBuffer>,
 }
 
 /// An acquisition attempt (`tryAcquire`, `tryCampaign`) for JavaScript.
@@ -30,18 +32,19 @@ fn attempt<'e>(
     env: &'e Env,
     call: Call,
     pending: Pending<AcquireOutcome>,
+    out: Out,
 ) -> napi::Result<Returned<'e, JsAcquire>> {
-    bridge::run(env, call, pending, |_, outcome| {
+    bridge::run(env, call, pending, move |_, outcome| {
         Ok(match outcome {
             AcquireOutcome::Acquired { token } => JsAcquire {
                 acquired: true,
-                fencing_token: Some(token.to_string()),
-                holder: None,
+                fencing_token: nullable(Some(token.to_string())),
+                holder: nullable(None),
             },
             AcquireOutcome::HeldBy { holder } => JsAcquire {
                 acquired: false,
-                fencing_token: None,
-                holder: holder.as_ref().map(buffer),
+                fencing_token: nullable(None),
+                holder: nullable(holder.as_ref().map(|holder| out.bytes(holder))),
             },
         })
     })
@@ -55,9 +58,10 @@ fn optional_bytes<'e>(
     env: &'e Env,
     call: Call,
     pending: Pending<Option<Bytes>>,
+    out: Out,
 ) -> napi::Result<Returned<'e, MaybeBytes>> {
-    bridge::run(env, call, pending, |_, holder| {
-        Ok(holder.as_ref().map(buffer))
+    bridge::run(env, call, pending, move |_, bytes| {
+        Ok(bytes.as_ref().map(|bytes| out.bytes(bytes)))
     })
 }
 
@@ -91,6 +95,7 @@ where
 #[napi]
 pub struct NativeLease {
     lease: Lease,
+    out: Out,
 }
 
 #[napi]
@@ -101,11 +106,12 @@ impl NativeLease {
         client: &NativeClient,
         key: JsBytes,
         holder: JsBytes,
-        auto_renew: bool,
+        auto_renew: Option<bool>,
     ) -> napi::Result<Self> {
         let lease = bridge::sync(env, Lease::new(&client.client(), bytes(key), bytes(holder)))?;
         Ok(NativeLease {
-            lease: lease.auto_renew(auto_renew),
+            lease: lease.auto_renew(auto_renew.unwrap_or(false)),
+            out: client.out,
         })
     }
 
@@ -117,9 +123,9 @@ impl NativeLease {
         call: Call,
     ) -> napi::Result<Returned<'e, JsAcquire>> {
         let pending = spawn(&self.lease, |lease| async move {
-            lease.try_acquire(millis("ttl", ttl)?).await
+            lease.try_acquire(millis("options.ttl", ttl)?).await
         });
-        attempt(env, call, pending)
+        attempt(env, call, pending, self.out)
     }
 
     /// Waits until acquired (or `timeout` ms): the fencing token.
@@ -132,8 +138,8 @@ impl NativeLease {
         call: Call,
     ) -> napi::Result<Returned<'e, String>> {
         let pending = spawn(&self.lease, |lease| async move {
-            let ttl = millis("ttl", ttl)?;
-            let token = match millis_opt("timeout", timeout)? {
+            let ttl = millis("options.ttl", ttl)?;
+            let token = match millis_opt("options.timeout", timeout)? {
                 Some(limit) => lease.acquire_timeout(ttl, limit).await?,
                 None => lease.acquire(ttl).await?,
             };
@@ -161,7 +167,7 @@ impl NativeLease {
     )]
     pub fn holder<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, MaybeBytes>> {
         let pending = spawn(&self.lease, |lease| async move { lease.holder().await });
-        optional_bytes(env, call, pending)
+        optional_bytes(env, call, pending, self.out)
     }
 
     #[napi(getter, catch_unwind)]
@@ -176,18 +182,18 @@ impl NativeLease {
 
     #[napi(getter, catch_unwind)]
     pub fn key(&self) -> JsBuffer {
-        buffer(self.lease.key())
+        self.out.bytes(self.lease.key())
     }
 
     #[napi(getter, catch_unwind)]
     pub fn holder_name(&self) -> JsBuffer {
-        buffer(self.lease.holder_name())
+        self.out.bytes(self.lease.holder_name())
     }
 
     /// A stream with one `lost` event when the lease is lost (ends without one on release).
     #[napi(catch_unwind)]
     pub fn loss_events(&self, env: &Env) -> NativeEvents {
-        NativeEvents::new(env, EventStream::from_lease_loss(&self.lease))
+        NativeEvents::new(env, EventStream::from_lease_loss(&self.lease), self.out)
     }
 
     /// `{ state: 'notHeld' | 'held' | 'lost', fencingToken, loss }`.
@@ -196,8 +202,8 @@ impl NativeLease {
         let state = self.lease.state();
         JsLeaseState {
             state: state.names().1.into(),
-            fencing_token: state.fencing_token().map(|token| token.to_string()),
-            loss: state.loss().map(js_loss),
+            fencing_token: nullable(state.fencing_token().map(|token| token.to_string())),
+            loss: nullable(state.loss().map(js_loss)),
         }
     }
 
@@ -214,7 +220,7 @@ impl NativeLease {
         call: Call,
     ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
         let pending: Pending<Option<Loss>> = spawn(&self.lease, |lease| async move {
-            match millis_opt("timeout", timeout)? {
+            match millis_opt("options.timeout", timeout)? {
                 None => Ok(lease.lost().await),
                 Some(limit) => tokio::time::timeout(limit, lease.lost())
                     .await
@@ -230,8 +236,8 @@ impl NativeLease {
 pub struct JsLeaseState {
     /// `'notHeld'`, `'held'` or `'lost'`.
     pub state: String,
-    pub fencing_token: Option<String>,
-    pub loss: Option<JsLoss>,
+    pub fencing_token: Nullable<String>,
+    pub loss: Nullable<JsLoss>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -240,6 +246,7 @@ pub struct JsLeaseState {
 #[napi]
 pub struct NativeLock {
     lock: Lock,
+    out: Out,
 }
 
 #[napi]
@@ -253,22 +260,28 @@ impl NativeLock {
         timeout: Option<f64>,
         auto_renew: Option<bool>,
     ) -> napi::Result<Self> {
-        let ttl = bridge::sync(env, millis("ttl", ttl))?;
+        let ttl = bridge::sync(env, millis("options.ttl", ttl))?;
         let mut lock = bridge::sync(env, Lock::new(&client.client(), bytes(name), ttl))?;
         if let Some(timeout) = timeout {
-            lock = lock.timeout(bridge::sync(env, millis("timeout", timeout))?);
+            lock = lock.timeout(bridge::sync(env, millis("options.timeout", timeout))?);
         }
         if let Some(on) = auto_renew {
             lock = lock.auto_renew(on);
         }
-        Ok(NativeLock { lock })
+        Ok(NativeLock {
+            lock,
+            out: client.out,
+        })
     }
 
     /// Waits until acquired (or the lock's timeout): the guard.
     #[napi(ts_return_type = "NativeGuard | Promise<NativeGuard>", catch_unwind)]
     pub fn lock<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, NativeGuard>> {
         let pending = spawn(&self.lock, |lock| async move { lock.lock().await });
-        bridge::run(env, call, pending, |_, guard| Ok(NativeGuard::new(guard)))
+        let out = self.out;
+        bridge::run(env, call, pending, move |_, guard| {
+            Ok(NativeGuard::new(guard, out))
+        })
     }
 
     /// One attempt: the guard, or `null` if someone else holds the lock.
@@ -282,8 +295,9 @@ impl NativeLock {
         call: Call,
     ) -> napi::Result<Returned<'e, Option<NativeGuard>>> {
         let pending = spawn(&self.lock, |lock| async move { lock.try_lock().await });
-        bridge::run(env, call, pending, |_, guard| {
-            Ok(guard.map(NativeGuard::new))
+        let out = self.out;
+        bridge::run(env, call, pending, move |_, guard| {
+            Ok(guard.map(|guard| NativeGuard::new(guard, out)))
         })
     }
 
@@ -293,7 +307,7 @@ impl NativeLock {
     )]
     pub fn holder<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, MaybeBytes>> {
         let pending = spawn(&self.lock, |lock| async move { lock.holder().await });
-        optional_bytes(env, call, pending)
+        optional_bytes(env, call, pending, self.out)
     }
 
     /// First phase of `update(key, fn)`: acquires the lock and reads the key.
@@ -309,12 +323,15 @@ impl NativeLock {
             &self.lock,
             |lock| async move { lock.begin_update(key).await },
         );
-        bridge::run(env, call, pending, |_, txn| Ok(NativeUpdate::new(txn)))
+        let out = self.out;
+        bridge::run(env, call, pending, move |_, txn| {
+            Ok(NativeUpdate::new(txn, out))
+        })
     }
 
     #[napi(getter, catch_unwind)]
     pub fn name(&self) -> JsBuffer {
-        buffer(self.lock.name())
+        self.out.bytes(self.lock.name())
     }
 }
 
@@ -325,11 +342,13 @@ pub struct NativeGuard {
     guard: Arc<Mutex<Option<LockGuard>>>,
     token: String,
     lease: Lease,
+    out: Out,
 }
 
 impl NativeGuard {
-    fn new(guard: LockGuard) -> NativeGuard {
+    fn new(guard: LockGuard, out: Out) -> NativeGuard {
         NativeGuard {
+            out,
             token: guard.fencing_token().to_string(),
             lease: guard.lease().clone(),
             guard: Arc::new(Mutex::new(Some(guard))),
@@ -355,7 +374,7 @@ impl NativeGuard {
 
     #[napi(getter, catch_unwind)]
     pub fn holder_name(&self) -> JsBuffer {
-        buffer(self.lease.holder_name())
+        self.out.bytes(self.lease.holder_name())
     }
 
     /// Releases the lock (once; later calls do nothing).
@@ -384,7 +403,7 @@ impl NativeGuard {
     /// A stream with one `lost` event if the lock is lost while held.
     #[napi(catch_unwind)]
     pub fn loss_events(&self, env: &Env) -> NativeEvents {
-        NativeEvents::new(env, EventStream::from_lease_loss(&self.lease))
+        NativeEvents::new(env, EventStream::from_lease_loss(&self.lease), self.out)
     }
 }
 
@@ -397,11 +416,13 @@ pub struct NativeUpdate {
     token: String,
     /// Open while the caller's update function runs (on the JavaScript thread).
     callback: std::cell::RefCell<Option<statestore::lease::CallbackScope>>,
+    out: Out,
 }
 
 impl NativeUpdate {
-    fn new(txn: UpdateTxn) -> NativeUpdate {
+    fn new(txn: UpdateTxn, out: Out) -> NativeUpdate {
         NativeUpdate {
+            out,
             old: txn.old_value().cloned(),
             token: txn.fencing_token().to_string(),
             callback: std::cell::RefCell::new(None),
@@ -428,7 +449,7 @@ impl NativeUpdate {
 impl NativeUpdate {
     #[napi(getter, catch_unwind)]
     pub fn old_value(&self) -> Option<JsBuffer> {
-        self.old.as_ref().map(buffer)
+        self.old.as_ref().map(|old| self.out.bytes(old))
     }
 
     #[napi(getter, catch_unwind)]
@@ -449,7 +470,7 @@ impl NativeUpdate {
         call: Call,
     ) -> napi::Result<Returned<'e, MaybeBytes>> {
         let value = value.map(bytes);
-        optional_bytes(env, call, self.finish(|txn| txn.commit(value)))
+        optional_bytes(env, call, self.finish(|txn| txn.commit(value)), self.out)
     }
 
     /// The caller's update function runs from now until `exitCallback()`: meanwhile a
@@ -485,6 +506,7 @@ impl NativeUpdate {
 #[napi]
 pub struct NativeElection {
     election: Election,
+    out: Out,
 }
 
 #[napi]
@@ -497,12 +519,15 @@ impl NativeElection {
         candidate: JsBytes,
         ttl: f64,
     ) -> napi::Result<Self> {
-        let ttl = bridge::sync(env, millis("ttl", ttl))?;
+        let ttl = bridge::sync(env, millis("options.ttl", ttl))?;
         let election = bridge::sync(
             env,
             Election::new(&client.client(), bytes(name), bytes(candidate), ttl),
         )?;
-        Ok(NativeElection { election })
+        Ok(NativeElection {
+            election,
+            out: client.out,
+        })
     }
 
     /// Waits until elected (or `timeout` ms): the fencing token.
@@ -514,7 +539,7 @@ impl NativeElection {
         call: Call,
     ) -> napi::Result<Returned<'e, String>> {
         let pending = spawn(&self.election, |election| async move {
-            let token = match millis_opt("timeout", timeout)? {
+            let token = match millis_opt("options.timeout", timeout)? {
                 Some(limit) => election.campaign_timeout(limit).await?,
                 None => election.campaign().await?,
             };
@@ -530,7 +555,7 @@ impl NativeElection {
         call: Call,
     ) -> napi::Result<Returned<'e, JsAcquire>> {
         let pending = spawn(&self.election, |e| async move { e.try_campaign().await });
-        attempt(env, call, pending)
+        attempt(env, call, pending, self.out)
     }
 
     #[napi(ts_return_type = "void | Promise<void>", catch_unwind)]
@@ -545,7 +570,7 @@ impl NativeElection {
     )]
     pub fn leader<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, MaybeBytes>> {
         let pending = spawn(&self.election, |e| async move { e.leader().await });
-        optional_bytes(env, call, pending)
+        optional_bytes(env, call, pending, self.out)
     }
 
     /// Leadership changes: `elected` (with `holder`) and `vacant` events.
@@ -559,8 +584,9 @@ impl NativeElection {
             let key = election.name().clone();
             Ok(EventStream::from_leader(election.observe().await?, key))
         });
-        bridge::run(env, call, pending, |env, stream| {
-            Ok(NativeEvents::new(env, stream))
+        let out = self.out;
+        bridge::run(env, call, pending, move |env, stream| {
+            Ok(NativeEvents::new(env, stream, out))
         })
     }
 
@@ -577,6 +603,10 @@ impl NativeElection {
     /// A stream with one `lost` event if the leadership is lost (not on resign).
     #[napi(catch_unwind)]
     pub fn loss_events(&self, env: &Env) -> NativeEvents {
-        NativeEvents::new(env, EventStream::from_lease_loss(self.election.lease()))
+        NativeEvents::new(
+            env,
+            EventStream::from_lease_loss(self.election.lease()),
+            self.out,
+        )
     }
 }

@@ -1,6 +1,6 @@
 //! The statestore Node addon: translates JavaScript calls to core's client (`statestore`) and
-//! back. Behaviour lives in core; the package's `lib/` wraps these classes with argument
-//! checks, iterators and events.
+//! back, bytes and strings included. Behaviour, and the checks of values, live in core; the
+//! package's `lib/` wraps these classes with JavaScript type checks, iterators and events.
 #![deny(clippy::all)]
 
 mod bridge;
@@ -24,7 +24,11 @@ use napi_derive::napi;
 #[napi(module_exports)]
 pub fn init(mut _exports: Object, env: Env) -> napi::Result<()> {
     let env_id = env.raw() as usize;
-    env.add_env_cleanup_hook(env_id, registry::teardown)?;
+    env.add_env_cleanup_hook(env_id, |env_id| {
+        bridge::settle::teardown(env_id);
+        logs::teardown(env_id);
+        registry::teardown(env_id);
+    })?;
     Ok(())
 }
 

@@ -53,17 +53,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn level(name: &str) -> statestore::Result<LogLevel> {
-    (1..=5)
-        .filter_map(LogLevel::from_i32)
-        .find(|level| level.name() == name)
-        .ok_or_else(|| {
-            statestore::Error::InvalidArgument(format!(
-                "level: `{name}` is not one of 'error', 'warn', 'info', 'debug', 'trace'"
-            ))
-        })
-}
-
 fn forward(record: &LogRecord<'_>) {
     for entry in lock(&HANDLERS).iter() {
         if record.level <= entry.level {
@@ -117,7 +106,7 @@ pub fn set_log_handler(
     level: String,
 ) -> napi::Result<()> {
     let id = env.raw() as usize;
-    let level = bridge::sync(env, self::level(&level))?;
+    let level = bridge::sync(env, LogLevel::from_name(&level, "options.level"))?;
     let entry = match handler {
         None => None,
         Some(handler) => Some(Entry {

@@ -3,84 +3,48 @@
 //! environment goes away (runtime threads must never call into a torn-down environment; Node 20
 //! has a thread-safe-function use-after-free at exit otherwise).
 //!
-//! Weak references: an object the program dropped is collected as usual (and a dropped client
-//! or stream closes itself in core).
+//! Entries hold weak references: an object the program dropped is collected as usual (and a
+//! dropped client or stream closes itself in core).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Mutex;
 
 use napi::Env;
-use statestore::bindings::EventStream;
-use statestore::Client;
 
-use crate::events::SinkSlot;
-
-/// The weak side of an [`SinkSlot`].
-type WeakSink = Weak<Mutex<Option<crate::events::SinkHandle>>>;
-
-#[derive(Default)]
-struct Opened {
-    clients: Vec<Weak<Client>>,
-    streams: Vec<(Weak<EventStream>, WeakSink)>,
+/// Something an environment opened (a client, an event stream and its callback).
+pub trait Opened: Send {
+    /// Whether it is gone or closed already, so that its entry can go.
+    fn is_done(&self) -> bool;
+    /// The environment is going away: close it without waiting (on the environment's thread).
+    fn close(&self);
 }
 
-static OPENED: Mutex<Option<HashMap<usize, Opened>>> = Mutex::new(None);
+/// What each environment opened, in order.
+type Entries = Vec<Box<dyn Opened>>;
 
-fn with<R>(env: &Env, f: impl FnOnce(&mut Opened) -> R) -> R {
+static OPENED: Mutex<Option<HashMap<usize, Entries>>> = Mutex::new(None);
+
+/// Remembers what this environment opened. Entries that are done are pruned as new ones come,
+/// so the list stays as long as the number of open things.
+pub fn add(env: &Env, opened: Box<dyn Opened>) {
     let mut map = OPENED.lock().unwrap_or_else(|e| e.into_inner());
-    let opened = map
+    let list = map
         .get_or_insert_with(HashMap::new)
         .entry(env.raw() as usize)
         .or_default();
-    f(opened)
+    list.retain(|entry| !entry.is_done());
+    list.push(opened);
 }
 
-/// Remembers a client of this environment. Entries of closed or dropped clients are pruned as
-/// new ones come, so the list stays as long as the number of open clients.
-pub fn add_client(env: &Env, client: &Arc<Client>) {
-    with(env, |opened| {
-        opened
-            .clients
-            .retain(|c| c.upgrade().is_some_and(|c| !c.is_closed()));
-        opened.clients.push(Arc::downgrade(client));
-    });
-}
-
-/// Remembers an event stream and its callback slot.
-pub fn add_stream(env: &Env, stream: &Arc<EventStream>, sink: &SinkSlot) {
-    with(env, |opened| {
-        opened
-            .streams
-            .retain(|(s, _)| s.upgrade().is_some_and(|s| !s.is_closed()));
-        opened
-            .streams
-            .push((Arc::downgrade(stream), Arc::downgrade(sink)));
-    });
-}
-
-/// The environment is going away: drop every callback, end every stream, close every client
-/// (in the background: nothing may wait on the JavaScript thread here).
+/// The environment is going away: closes what it opened, the latest first, so that a stream's
+/// callback is dropped before the client it came from (opened earlier) closes and ends it.
 pub fn teardown(env_id: usize) {
-    crate::bridge::settle::teardown(env_id);
-    crate::logs::teardown(env_id);
     let opened = OPENED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_mut()
         .and_then(|map| map.remove(&env_id));
-    let Some(opened) = opened else { return };
-    for (stream, sink) in opened.streams {
-        if let Some(sink) = sink.upgrade() {
-            sink.lock().unwrap_or_else(|e| e.into_inner()).take();
-        }
-        if let Some(stream) = stream.upgrade() {
-            stream.close();
-        }
-    }
-    for client in opened.clients.iter().filter_map(Weak::upgrade) {
-        let client = Client::clone(&client);
-        if let Ok(handle) = statestore::runtime::handle() {
-            handle.spawn(async move { client.close().await });
-        }
+    for entry in opened.into_iter().flatten().rev() {
+        entry.close();
     }
 }

@@ -65,19 +65,23 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
     }
   })
 
-  test('condition names come from core\'s table, and an unknown one is refused naming them', T, async () => {
+  test('condition names are core\'s: every name core accepts works, an unknown one is its INVALID_ARGUMENT', T, async () => {
     const addon = createRequire(createRequire(import.meta.url).resolve('mqtt-statestore'))('./native.js')
     const canonical = addon.setConditions().map((names) => names[0])
     assert.deepEqual(canonical, ['always', 'nx', 'nex']) // the names index.d.ts promises
     const key = unique('condition')
-    for (const condition of canonical) {
-      await client.delete(key)
-      assert.equal((await client.set(key, 'v', { condition })).applied, true, condition)
+    for (const names of addon.setConditions()) {
+      for (const condition of names) {
+        await client.delete(key)
+        assert.equal((await client.set(key, 'v', { condition })).applied, true, condition)
+        // Any ASCII case; the key now holds 'v', which only 'nx' refuses.
+        assert.equal(client.setSync(key, 'v', { condition: condition.toUpperCase() }).applied, names[0] !== 'nx', condition)
+      }
     }
-    await assert.rejects(
-      () => client.set(key, 'v', { condition: 'sometimes' }),
-      (e) => e instanceof TypeError && canonical.every((c) => e.message.includes(`'${c}'`))
-    )
+    const refused = (e) =>
+      e.code === ErrorCodes.INVALID_ARGUMENT && e.message.includes('options.condition') && canonical.every((c) => e.message.includes(`'${c}'`))
+    await assert.rejects(() => client.set(key, 'v', { condition: 'sometimes' }), refused)
+    assert.throws(() => client.setSync(key, 'v', { condition: '' }), refused)
   })
 
   test("index.d.ts's word unions are core's vocabulary, word for word", T, async () => {
@@ -104,7 +108,6 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
   test('options', T, async () => {
     await assertTypeError(() => client.set('k', 'v', 'nx'), 'options')
     await assertTypeError(() => client.set('k', 'v', { condition: 5 }), 'options.condition')
-    await assertTypeError(() => client.set('k', 'v', { condition: 'sometimes' }), 'options.condition')
     await assertTypeError(() => client.set('k', 'v', { expiry: '10s' }), 'options.expiry')
     await assertTypeError(() => client.set('k', 'v', { fencingToken: 5 }), 'options.fencingToken')
     await assertTypeError(() => client.set('k', 'v', { persist: 'yes' }), 'options.persist')
@@ -125,6 +128,18 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
     }
     for (const bad of [-1, NaN]) {
       await assert.rejects(client.get('k', { timeout: bad }), { code: 'STATESTORE_INVALID_ARGUMENT' })
+    }
+  })
+
+  test('local server options: a wrong type is a TypeError, a bad number the addon\'s error naming it', T, async () => {
+    const { startLocalServer: start, startLocalServerSync: startSync } = await import('mqtt-statestore/testing')
+    await assertTypeError(() => start({ port: '80' }), 'options.port')
+    await assertTypeError(() => startSync({ maxKeys: true }), 'options.maxKeys')
+    for (const port of [-1, 1.5, 65536, NaN, Infinity]) {
+      await assert.rejects(start({ port }), (e) => !(e instanceof TypeError) && /options\.port: .* is not a port/.test(e.message), String(port))
+    }
+    for (const maxKeys of [-1, 0.5, NaN]) {
+      assert.throws(() => startSync({ maxKeys }), (e) => !(e instanceof TypeError) && /options\.maxKeys: .* is not a number of keys/.test(e.message), String(maxKeys))
     }
   })
 

@@ -164,11 +164,16 @@ parentPort.postMessage('ready')
   }
 })
 
-test('wrong arguments are TypeErrors', T, () => {
+test('wrong types are TypeErrors, an unknown level is core\'s INVALID_ARGUMENT listing the levels', T, () => {
   assert.throws(() => setLogHandler('log'), { code: 'ERR_INVALID_ARG_TYPE', message: /handler/ })
   assert.throws(() => setLogHandler(undefined), { code: 'ERR_INVALID_ARG_TYPE', message: /handler/ })
-  assert.throws(() => setLogHandler(() => {}, { level: 'loud' }), { code: 'ERR_INVALID_ARG_VALUE', message: /level/ })
-  assert.throws(() => setLogHandler(() => {}, { level: 3 }), { code: 'ERR_INVALID_ARG_VALUE', message: /level/ })
+  for (const handler of [() => {}, null]) {
+    assert.throws(() => setLogHandler(handler, { level: 'loud' }), {
+      code: 'STATESTORE_INVALID_ARGUMENT',
+      message: /options\.level: "loud" is not a log level; use one of 'error', 'warn', 'info', 'debug', 'trace'/,
+    })
+  }
+  assert.throws(() => setLogHandler(() => {}, { level: 3 }), { code: 'ERR_INVALID_ARG_TYPE', message: /options\.level/ })
   assert.throws(() => setLogHandler(() => {}, { levle: 'info' }), { code: 'ERR_INVALID_ARG_VALUE', message: /levle/ })
   setLogHandler(null) // nothing set: fine
 })

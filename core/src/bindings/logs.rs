@@ -41,17 +41,43 @@ impl LogLevel {
         }
     }
 
+    /// Every level, the most severe first.
+    pub const ALL: [LogLevel; 5] = [
+        Self::Error,
+        Self::Warn,
+        Self::Info,
+        Self::Debug,
+        Self::Trace,
+    ];
+
     /// The level with this number (1 = error ... 5 = trace).
     pub fn from_i32(value: i32) -> Option<LogLevel> {
-        [
-            Self::Error,
-            Self::Warn,
-            Self::Info,
-            Self::Debug,
-            Self::Trace,
-        ]
-        .into_iter()
-        .find(|level| *level as i32 == value)
+        Self::ALL.into_iter().find(|level| *level as i32 == value)
+    }
+
+    /// The level a host named `name` ([`LogLevel::name`]) for its argument `argument`; any
+    /// other name is an invalid argument that lists the levels.
+    ///
+    /// ```
+    /// use statestore::bindings::logs::LogLevel;
+    /// assert_eq!(LogLevel::from_name("warn", "level").unwrap(), LogLevel::Warn);
+    /// let error = LogLevel::from_name("loud", "options.level").unwrap_err().to_string();
+    /// assert!(error.contains("options.level: \"loud\" is not a log level; use one of 'error'"), "{error}");
+    /// ```
+    pub fn from_name(name: &str, argument: &str) -> Result<LogLevel> {
+        Self::ALL
+            .into_iter()
+            .find(|level| level.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<String> = Self::ALL
+                    .iter()
+                    .map(|l| format!("'{}'", l.name()))
+                    .collect();
+                Error::InvalidArgument(format!(
+                    "{argument}: {name:?} is not a log level; use one of {}",
+                    names.join(", ")
+                ))
+            })
     }
 
     /// Lower-case name, as hosts' loggers spell it: `"error"` ... `"trace"`.

@@ -17,9 +17,9 @@ use statestore_server::{Credentials, Mode, Server, ServerConfig, TlsFiles};
 #[derive(Default)]
 pub struct LocalServerOptions {
     /// Listen port (0, the default, picks a free one).
-    pub port: Option<u32>,
+    pub port: Option<f64>,
     /// Most keys the store holds (no limit by default): tests of `STATESTORE_QUOTA_EXCEEDED`.
-    pub max_keys: Option<u32>,
+    pub max_keys: Option<f64>,
     /// The one account clients must log in with.
     pub username: Option<String>,
     /// The password of `username`.
@@ -36,10 +36,24 @@ fn invalid(message: String) -> napi::Error {
     napi::Error::new(napi::Status::InvalidArg, message)
 }
 
+/// The whole number from 0 to `max` that the option `name` gave; anything else is refused as
+/// not `what`, saying what to pass.
+fn whole(value: f64, name: &str, what: &str, max: u32) -> napi::Result<u32> {
+    if value.fract() == 0.0 && (0.0..=f64::from(max)).contains(&value) {
+        Ok(value as u32)
+    } else {
+        Err(invalid(format!(
+            "{name}: {value} is not {what}; use a whole number from 0 to {max}"
+        )))
+    }
+}
+
 fn config(options: LocalServerOptions) -> napi::Result<ServerConfig> {
     let mut config = ServerConfig::default();
-    let port = u16::try_from(options.port.unwrap_or(0))
-        .map_err(|_| invalid("options.port: out of range (0 to 65535)".into()))?;
+    let port = match options.port {
+        None => 0,
+        Some(port) => whole(port, "options.port", "a port (0: a free one)", 65535)? as u16,
+    };
     config.mode = match options.broker {
         None => Mode::Embedded {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
@@ -57,7 +71,11 @@ fn config(options: LocalServerOptions) -> napi::Result<ServerConfig> {
             }
         }
     };
-    config.engine.max_keys = options.max_keys.map(|n| n as usize);
+    config.engine.max_keys = options
+        .max_keys
+        .map(|n| whole(n, "options.maxKeys", "a number of keys", u32::MAX))
+        .transpose()?
+        .map(|n| n as usize);
     config.tls = match (options.tls_cert, options.tls_key) {
         (Some(cert), Some(key)) => Some(TlsFiles {
             cert: cert.into(),

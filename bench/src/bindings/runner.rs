@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use statestore_server::testing::Mosquitto;
+use statestore_testkit::Mosquitto;
 use tokio::process::Command;
 
 use super::result::{BindingResult, DriverOutput, Probe};

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use statestore_server::testing::Mosquitto;
+use statestore_testkit::Mosquitto;
 
 use crate::figures::mib;
 use crate::measurer::{self, Target};

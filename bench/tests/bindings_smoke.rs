@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use statestore_bench::bindings::report::{self, BindingResult};
+use statestore_bench::bindings::report;
+use statestore_bench::bindings::result::BindingResult;
 use statestore_bench::bindings::runner::{self, Tools};
 use statestore_bench::bindings::{markdown, targets, BindingsProfile, Flavour};
 

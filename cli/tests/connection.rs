@@ -3,46 +3,24 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use statestore_server::{Credentials, Server, ServerConfig, TlsFiles};
+use statestore_server::{Credentials, Server, ServerConfig};
+use statestore_testkit::tls::{embedded_over_tls, self_signed, write_file};
 use support::{status, Tool};
-
-fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, contents).unwrap();
-    path
-}
-
-/// A self-signed certificate for 127.0.0.1 and localhost, as (certificate, key) PEM.
-fn certificate() -> (String, String) {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .unwrap();
-    (certified.cert.pem(), certified.signing_key.serialize_pem())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = certificate();
-    let server = Server::start(ServerConfig {
-        tls: Some(TlsFiles {
-            cert: write(dir.path(), "server.pem", &cert),
-            key: write(dir.path(), "server.key", &key),
-        }),
-        ..ServerConfig::default()
-    })
-    .await
-    .unwrap();
+    let (server, cert) = embedded_over_tls(dir.path()).await;
     let tool = Tool::new(server.local_addr());
-    let ca = write(dir.path(), "ca.pem", &cert);
+    let ca = write_file(dir.path(), "ca.pem", &cert);
     let ca = ca.to_str().unwrap();
     // --tls-ca alone turns TLS on.
     tool.expect(&["set", "--tls-ca", ca, "k", "v"], 0).await;
-    let (client_cert, client_key) = certificate();
-    let client_cert = write(dir.path(), "client.pem", client_cert);
-    let client_key = write(dir.path(), "client.key", client_key);
+    let (client_cert, client_key) = self_signed();
+    let client_cert = write_file(dir.path(), "client.pem", client_cert);
+    let client_key = write_file(dir.path(), "client.key", client_key);
     let get = tool
         .expect(
             &[
@@ -62,8 +40,8 @@ async fn tls_flags() {
     assert_eq!(get.stdout, b"v");
 
     // A CA that does not vouch for the broker, and plain TCP to a TLS port, are refused.
-    let (other, _) = certificate();
-    let other = write(dir.path(), "other.pem", other);
+    let (other, _) = self_signed();
+    let other = write_file(dir.path(), "other.pem", other);
     tool.expect(
         &[
             "get",
@@ -96,8 +74,8 @@ async fn username_and_password_file() {
     .await
     .unwrap();
     let tool = Tool::new(server.local_addr());
-    let good = write(dir.path(), "good", "s3cret\n");
-    let bad = write(dir.path(), "bad", "guess");
+    let good = write_file(dir.path(), "good", "s3cret\n");
+    let bad = write_file(dir.path(), "bad", "guess");
     // A refused login is answered at once; the time only bounds a loaded machine.
     let login = |file: &Path| {
         [
@@ -123,8 +101,11 @@ async fn username_and_password_file() {
 
 /// A loopback port where nothing listens.
 fn closed_port() -> std::net::SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap()
+    (
+        std::net::Ipv4Addr::LOCALHOST,
+        statestore_testkit::free_port().unwrap(),
+    )
+        .into()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

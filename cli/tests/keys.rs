@@ -6,35 +6,21 @@ mod support;
 use std::collections::BTreeSet;
 
 use base64::Engine;
-use statestore::{Client, ConnectOptions, SetOptions};
+use statestore::Client;
 use statestore_server::{EngineConfig, Server, ServerConfig};
+use statestore_testkit as kit;
 use support::{status, Tool};
 
 /// A server with pages of 3 keys, so that listings span several pages.
 async fn tool() -> (Server, Tool, Client) {
-    let server = Server::start(ServerConfig {
-        engine: EngineConfig {
-            scan_page_keys: 3,
-            ..EngineConfig::default()
-        },
-        ..ServerConfig::default()
+    let server = kit::embedded_with_engine(EngineConfig {
+        scan_page_keys: 3,
+        ..EngineConfig::default()
     })
-    .await
-    .expect("server starts");
-    let addr = server.local_addr();
-    let client = Client::connect(ConnectOptions::new(addr.ip().to_string(), addr.port()))
-        .await
-        .expect("connect");
-    (server, Tool::new(addr), client)
-}
-
-async fn set_all(client: &Client, keys: &[&[u8]]) {
-    for key in keys {
-        client
-            .set(key.to_vec(), "v", SetOptions::default())
-            .await
-            .expect("set");
-    }
+    .await;
+    let client = kit::client(&server).await;
+    let tool = Tool::new(server.local_addr());
+    (server, tool, client)
 }
 
 fn lines(stdout: &[u8]) -> BTreeSet<Vec<u8>> {
@@ -50,8 +36,8 @@ async fn lists_the_matching_keys_across_pages() {
     let (_server, tool, client) = tool().await;
     let keys: Vec<String> = (0..10).map(|i| format!("job:{i}")).collect();
     let refs: Vec<&[u8]> = keys.iter().map(String::as_bytes).collect();
-    set_all(&client, &refs).await;
-    set_all(&client, &[b"other"]).await;
+    kit::set_all(&client, &refs).await;
+    kit::set_all(&client, &[b"other"]).await;
     let out = tool.expect(&["keys", "job:*"], 0).await;
     let expected: BTreeSet<Vec<u8>> = refs.iter().map(|k| k.to_vec()).collect();
     assert_eq!(lines(&out.stdout), expected);
@@ -64,7 +50,7 @@ async fn lists_the_matching_keys_across_pages() {
 #[tokio::test]
 async fn binary_keys_in_json_and_nul_separated_output() {
     let (_server, tool, client) = tool().await;
-    set_all(
+    kit::set_all(
         &client,
         &[b"bin:\xff\x00", b"bin:line\nbreak", b"bin:plain"],
     )
@@ -104,7 +90,7 @@ async fn binary_keys_in_json_and_nul_separated_output() {
 #[tokio::test]
 async fn patterns_follow_the_service_dialect() {
     let (_server, tool, client) = tool().await;
-    set_all(&client, &[b"job:1", b"job:a", b"job:*", b"job:\\x"]).await;
+    kit::set_all(&client, &[b"job:1", b"job:a", b"job:*", b"job:\\x"]).await;
     let listed = |out: std::process::Output| {
         let mut keys: Vec<String> = lines(&out.stdout)
             .into_iter()

@@ -7,19 +7,14 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 use base64::Engine;
-use statestore::{Client, ConnectOptions, Hlc};
-use statestore_server::testing;
+use statestore::Hlc;
+use statestore_testkit as kit;
 use support::{json, status, text, Tool};
 
 async fn tool() -> (statestore_server::Server, Tool) {
-    let server = testing::embedded().await;
+    let server = kit::embedded().await;
     let tool = Tool::new(server.local_addr());
     (server, tool)
-}
-
-async fn client(tool: &Tool) -> Client {
-    let options = ConnectOptions::new(tool.addr.ip().to_string(), tool.addr.port());
-    Client::connect(options).await.expect("connect")
 }
 
 #[tokio::test]
@@ -131,7 +126,7 @@ async fn nx_and_nex_conditions() {
 #[tokio::test]
 async fn px_and_expiry_set_a_time_to_live() {
     let (_server, tool) = tool().await;
-    let watcher = client(&tool).await;
+    let watcher = kit::connect(tool.addr).await;
     for (key, flag, ttl) in [("ms", "--px", "150"), ("human", "--expiry", "150ms")] {
         let mut changes = watcher.observe(key).await.unwrap();
         let object = json(
@@ -298,10 +293,7 @@ async fn usage_errors_exit_with_2() {
 #[tokio::test]
 async fn connection_failures_and_timeouts_have_their_own_status() {
     // Nothing listens on a port that was just free.
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let port = kit::free_port().unwrap();
     let nowhere = Tool::new(([127, 0, 0, 1], port).into());
     let output = nowhere
         .expect(&["get", "k", "--timeout", "2s"], status::CONNECTION)
@@ -309,7 +301,7 @@ async fn connection_failures_and_timeouts_have_their_own_status() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("connect"));
 
     // A broker without a state store: the request is never answered.
-    let broker = testing::Mosquitto::start().expect("mosquitto (scripts/setup.sh)");
+    let broker = kit::Mosquitto::start().expect("mosquitto (scripts/setup.sh)");
     let silent = Tool::new(broker.addr());
     let output = silent
         .expect(&["get", "k", "--timeout", "500ms"], status::TIMEOUT)

@@ -3,16 +3,14 @@
 
 mod support;
 
-use statestore::{Client, ConnectOptions, Hlc, SetOptions};
-use statestore_server::testing;
+use statestore::{Client, Hlc, SetOptions};
+use statestore_testkit as kit;
 use support::{status, text, Tool};
 
 async fn setup() -> (statestore_server::Server, Tool, Client) {
-    let server = testing::embedded().await;
+    let server = kit::embedded().await;
     let addr = server.local_addr();
-    let client = Client::connect(ConnectOptions::new(addr.ip().to_string(), addr.port()))
-        .await
-        .expect("connect");
+    let client = kit::connect(addr).await;
     (server, Tool::new(addr), client)
 }
 

@@ -5,19 +5,14 @@ mod support;
 use std::time::Duration;
 
 use statestore::{Client, ConnectOptions, DeleteOptions, ReconnectPolicy, SetOptions};
-use statestore_server::testing;
+use statestore_testkit as kit;
 use support::Tool;
-
-async fn client(addr: std::net::SocketAddr) -> Client {
-    let options = ConnectOptions::new(addr.ip().to_string(), addr.port());
-    Client::connect(options).await.expect("connect")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn human_lines_for_set_delete_and_expiry_then_sigint_ends_with_0() {
-    let server = testing::embedded().await;
+    let server = kit::embedded().await;
     let tool = Tool::new(server.local_addr());
-    let writer = client(server.local_addr()).await;
+    let writer = kit::connect(server.local_addr()).await;
     let mut watch = tool.spawn(&["watch", "color", "size", "color"]);
     assert_eq!(watch.line().await, r#"watching "color" "size""#);
 
@@ -62,9 +57,9 @@ async fn human_lines_for_set_delete_and_expiry_then_sigint_ends_with_0() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_lines_with_binary_values_then_sigterm_ends_with_0() {
-    let server = testing::embedded().await;
+    let server = kit::embedded().await;
     let tool = Tool::new(server.local_addr());
-    let writer = client(server.local_addr()).await;
+    let writer = kit::connect(server.local_addr()).await;
     let mut watch = tool.spawn(&["watch", "--json", "--timeout", "2s", "k"]);
     let ready = watch.json_line().await;
     assert_eq!(ready["event"], "ready");
@@ -102,7 +97,7 @@ async fn json_lines_with_binary_values_then_sigterm_ends_with_0() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_restart_is_survived_and_reported_as_a_resync() {
-    let (mut broker, _server) = testing::on_mosquitto().await;
+    let (mut broker, _server) = kit::on_mosquitto().await;
     let tool = Tool::new(broker.addr());
     let mut watch = tool.spawn(&["watch", "--json", "--timeout", "2s", "k"]);
     assert_eq!(watch.json_line().await["event"], "ready");

@@ -2,9 +2,10 @@
 //! runtime (and for the C, Python and Node bindings).
 //!
 //! Each call runs the async client on the library's internal runtime ([`crate::runtime`]).
-//! A call made from inside an async runtime fails with [`Error::Runtime`] instead of blocking
-//! (or panicking). After `fork`, a client created in the parent fails with [`Error::Runtime`]
-//! in the child; clients created in the child work (the child gets its own runtime).
+//! A call made from inside an async runtime fails with [`Error::Runtime`](crate::Error::Runtime)
+//! instead of blocking (or panicking). After `fork`, a client created in the parent fails with
+//! [`Error::Runtime`](crate::Error::Runtime) in the child; clients created in the child work
+//! (the child gets its own runtime).
 //!
 //! ```no_run
 //! use statestore::blocking::Client;
@@ -24,7 +25,7 @@ use bytes::Bytes;
 use crate::client::{
     ConnectOptions, DeleteOptions, DeleteResult, Observation, SetOptions, SetResult, Value,
 };
-use crate::{runtime, Error, Result};
+use crate::{runtime, Result};
 
 mod election;
 mod keys;
@@ -56,7 +57,7 @@ impl Client {
     }
 
     fn run<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
-        ensure_created_here(self.pid, "client")?;
+        runtime::ensure_created_here(self.pid, "client")?;
         runtime::block_on(call)?
     }
 
@@ -140,16 +141,4 @@ impl Client {
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
-}
-
-/// Fails with [`Error::Runtime`] in a process forked after the `what` was created in process
-/// `pid`: its connection stayed with the parent, so a call would wait for nothing.
-pub(crate) fn ensure_created_here(pid: u32, what: &str) -> Result<()> {
-    if pid != crate::runtime::current_pid() {
-        return Err(Error::Runtime(format!(
-            "this {what} was created before fork and its connection belongs to the parent \
-             process: create a new client in the child"
-        )));
-    }
-    Ok(())
 }

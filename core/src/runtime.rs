@@ -110,6 +110,18 @@ extern "C" fn refresh_pid_in_child() {
     PID.store(pid as u32, Ordering::Relaxed);
 }
 
+/// Fails with [`Error::Runtime`] in a process forked after the `what` was created in process
+/// `pid`: its connection stayed with the parent, so a call would wait for nothing.
+pub(crate) fn ensure_created_here(pid: u32, what: &str) -> Result<()> {
+    if pid != current_pid() {
+        return Err(Error::Runtime(format!(
+            "this {what} was created before fork and its connection belongs to the parent \
+             process: create a new client in the child"
+        )));
+    }
+    Ok(())
+}
+
 /// The internal runtime of this process, built on first use (and again after `fork`).
 pub fn runtime() -> Result<Arc<Runtime>> {
     let pid = current_pid();

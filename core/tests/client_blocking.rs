@@ -1,33 +1,18 @@
 //! The blocking client, called from plain threads; the servers run on a runtime of their own.
 
-mod support;
-
 use std::time::Duration;
 
 use statestore::blocking::Client;
 use statestore::{DeleteOptions, DeleteOutcome, Error, KeyEvent, SetOptions};
-use statestore_server::testing::{self, Mosquitto};
-use statestore_server::Server;
-use support::scripted::Scripted;
-
-/// A runtime for the servers: the blocking client must be called outside any runtime.
-fn host() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn embedded(host: &tokio::runtime::Runtime) -> Server {
-    host.block_on(testing::embedded())
-}
+use statestore_testkit as kit;
+use statestore_testkit::scripted::Scripted;
+use statestore_testkit::Mosquitto;
 
 #[test]
 fn every_operation_blocks_until_done() {
-    let host = host();
-    let server = embedded(&host);
-    let client = Client::connect(support::options(server.local_addr())).unwrap();
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
+    let client = Client::connect(kit::options(server.local_addr())).unwrap();
     assert!(client.client_id().starts_with("statestore-"));
     assert!(client.set("k", "v", SetOptions::default()).unwrap().applied);
     assert_eq!(client.get("k").unwrap().unwrap().value, "v");
@@ -70,9 +55,9 @@ fn every_operation_blocks_until_done() {
 
 #[test]
 fn observations_are_consumed_with_next_timeout() {
-    let host = host();
-    let server = embedded(&host);
-    let client = Client::connect(support::options(server.local_addr())).unwrap();
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
+    let client = Client::connect(kit::options(server.local_addr())).unwrap();
     let mut changes = client.observe("k").unwrap();
     assert_eq!(
         changes.next_timeout(Duration::from_millis(20)).unwrap(),
@@ -97,9 +82,9 @@ fn observations_are_consumed_with_next_timeout() {
 
 #[test]
 fn blocking_inside_a_runtime_is_an_error_not_a_panic() {
-    let host = host();
-    let server = embedded(&host);
-    let options = support::options(server.local_addr());
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
+    let options = kit::options(server.local_addr());
     let client = Client::connect(options.clone()).unwrap();
     let mut changes = client.observe("k").unwrap();
     host.block_on(async {
@@ -124,9 +109,9 @@ fn blocking_inside_a_runtime_is_an_error_not_a_panic() {
 
 #[test]
 fn clones_are_shared_across_threads() {
-    let host = host();
-    let server = embedded(&host);
-    let client = Client::connect(support::options(server.local_addr())).unwrap();
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
+    let client = Client::connect(kit::options(server.local_addr())).unwrap();
     let threads: Vec<_> = (0..8)
         .map(|t| {
             let client = client.clone();
@@ -146,10 +131,10 @@ fn clones_are_shared_across_threads() {
 
 #[test]
 fn close_fails_calls_blocked_in_other_threads() {
-    let host = host();
+    let host = kit::host();
     let broker = Mosquitto::start().unwrap();
     let service = host.block_on(Scripted::start(broker.addr(), |_| None));
-    let client = Client::connect(support::options(broker.addr())).unwrap();
+    let client = Client::connect(kit::options(broker.addr())).unwrap();
     let threads: Vec<_> = (0..4)
         .map(|i| {
             let client = client.clone();
@@ -165,9 +150,9 @@ fn close_fails_calls_blocked_in_other_threads() {
 
 #[test]
 fn blocking_calls_work_on_a_spawn_blocking_thread() {
-    let host = host();
-    let server = embedded(&host);
-    let options = support::options(server.local_addr());
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
+    let options = kit::options(server.local_addr());
     // What the Runtime error's message recommends must work.
     let value = host
         .block_on(host.spawn_blocking(move || {

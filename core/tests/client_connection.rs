@@ -1,29 +1,15 @@
 //! Connection settings end to end: TLS, username/password (inline and from a file),
 //! settings from the environment, and Kubernetes service-account tokens with rotation.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use statestore::{Authentication, Client, ConnectOptions, Error, SetOptions, TlsOptions};
-use statestore_server::{Credentials, Server, ServerConfig, TlsFiles};
-use support::sat_broker::SatBroker;
-use support::scripted::{Reply, Scripted};
-
-fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, contents).unwrap();
-    path
-}
-
-/// A self-signed certificate for 127.0.0.1 and localhost, as (certificate, key) PEM.
-fn certificate() -> (String, String) {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .unwrap();
-    (certified.cert.pem(), certified.signing_key.serialize_pem())
-}
+use statestore_server::{Credentials, Server, ServerConfig};
+use statestore_testkit as kit;
+use statestore_testkit::scripted::{Reply, Scripted};
+use statestore_testkit::tls::{embedded_over_tls, self_signed, write_file};
+use statestore_testkit::SatBroker;
 
 async fn works(client: &Client) {
     assert!(
@@ -39,18 +25,9 @@ async fn works(client: &Client) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_a_ca_file_and_a_client_certificate() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = certificate();
-    let server = Server::start(ServerConfig {
-        tls: Some(TlsFiles {
-            cert: write(dir.path(), "server.pem", &cert),
-            key: write(dir.path(), "server.key", &key),
-        }),
-        ..ServerConfig::default()
-    })
-    .await
-    .unwrap();
+    let (server, cert) = embedded_over_tls(dir.path()).await;
     let port = server.local_addr().port();
-    let tls = TlsOptions::new().ca_file(write(dir.path(), "ca.pem", &cert));
+    let tls = TlsOptions::new().ca_file(write_file(dir.path(), "ca.pem", &cert));
     for host in ["127.0.0.1", "localhost"] {
         let client = Client::connect(ConnectOptions::new(host, port).tls(tls.clone()))
             .await
@@ -58,10 +35,10 @@ async fn tls_with_a_ca_file_and_a_client_certificate() {
         works(&client).await;
     }
     // A client certificate is loaded and offered (this broker does not ask for one).
-    let (client_cert, client_key) = certificate();
+    let (client_cert, client_key) = self_signed();
     let mutual = tls.clone().client_certificate(
-        write(dir.path(), "client.pem", client_cert),
-        write(dir.path(), "client.key", client_key),
+        write_file(dir.path(), "client.pem", client_cert),
+        write_file(dir.path(), "client.key", client_key),
     );
     works(
         &Client::connect(ConnectOptions::new("127.0.0.1", port).tls(mutual))
@@ -71,8 +48,8 @@ async fn tls_with_a_ca_file_and_a_client_certificate() {
     .await;
 
     // A broker whose certificate the CA does not vouch for is refused.
-    let (other_ca, _) = certificate();
-    let wrong = TlsOptions::new().ca_file(write(dir.path(), "other.pem", other_ca));
+    let (other_ca, _) = self_signed();
+    let wrong = TlsOptions::new().ca_file(write_file(dir.path(), "other.pem", other_ca));
     let err = Client::connect(ConnectOptions::new("127.0.0.1", port).tls(wrong))
         .await
         .unwrap_err();
@@ -94,7 +71,7 @@ async fn username_and_password_inline_or_from_a_file() {
     })
     .await
     .unwrap();
-    let options = support::options(server.local_addr());
+    let options = kit::options(server.local_addr());
     let password = |password: &str| {
         options.clone().auth(Authentication::Password {
             username: "alice".into(),
@@ -110,7 +87,7 @@ async fn username_and_password_inline_or_from_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let from_file = options.clone().auth(Authentication::PasswordFile {
         username: "alice".into(),
-        password_file: write(dir.path(), "password", "s3cret\n"),
+        password_file: write_file(dir.path(), "password", "s3cret\n"),
     });
     works(&Client::connect(from_file).await.unwrap()).await;
 }
@@ -127,7 +104,7 @@ async fn settings_from_the_environment_variables() {
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let password_file = write(dir.path(), "password", "from-a-secret");
+    let password_file = write_file(dir.path(), "password", "from-a-secret");
     let port = server.local_addr().port().to_string();
     let vars = [
         ("AIO_BROKER_HOSTNAME", "127.0.0.1"),
@@ -153,15 +130,15 @@ async fn settings_from_the_environment_variables() {
 
 /// A scripted service on the SAT broker, so that requests can be answered there.
 async fn sat_setup() -> (SatBroker, Scripted, tempfile::TempDir, PathBuf) {
-    let broker = SatBroker::start().await;
+    let broker = SatBroker::start().await.expect("SAT broker");
     let service = Scripted::start(broker.addr(), |_| Some(Reply::ok(b"$-1\r\n"))).await;
     let dir = tempfile::tempdir().unwrap();
-    let token = write(dir.path(), "token", "token-1");
+    let token = write_file(dir.path(), "token", "token-1");
     (broker, service, dir, token)
 }
 
 fn sat_options(broker: &SatBroker, token: &Path) -> ConnectOptions {
-    support::options(broker.addr()).auth(Authentication::ServiceAccountToken {
+    kit::options(broker.addr()).auth(Authentication::ServiceAccountToken {
         token_file: token.to_owned(),
         check_interval: Duration::from_millis(20),
     })
@@ -198,9 +175,9 @@ async fn a_refused_token_fails_connect() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_subscription_fails_connect() {
-    let broker = SatBroker::start().await;
+    let broker = SatBroker::start().await.expect("SAT broker");
     broker.deny_subscriptions();
-    let err = Client::connect(support::options(broker.addr()))
+    let err = Client::connect(kit::options(broker.addr()))
         .await
         .unwrap_err();
     assert!(
@@ -236,7 +213,7 @@ async fn connect_reads_its_files_off_the_runtime_thread() {
     let writer = std::thread::spawn({
         let fifo = fifo.clone();
         move || {
-            let password = match runtime_ran.recv_timeout(support::DEADLINE / 2) {
+            let password = match runtime_ran.recv_timeout(kit::DEADLINE / 2) {
                 Ok(()) => "s3cret\n",
                 Err(_) => "the runtime's thread was blocked\n",
             };
@@ -245,7 +222,7 @@ async fn connect_reads_its_files_off_the_runtime_thread() {
     });
     tokio::spawn(async move { go.send(()) });
 
-    let options = support::options(server.local_addr()).auth(Authentication::PasswordFile {
+    let options = kit::options(server.local_addr()).auth(Authentication::PasswordFile {
         username: "alice".into(),
         password_file: fifo,
     });

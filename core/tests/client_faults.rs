@@ -1,17 +1,15 @@
 //! Connection faults: requests lost with a session, sessions resumed, observations resynced
 //! after a cut connection and after a broker restart, calls during an outage.
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use statestore::protocol::Request;
 use statestore::{Client, Error, KeyEvent, Observation, SetOptions};
-use statestore_server::testing::{self, Mosquitto};
-use support::proxy::Proxy;
-use support::scripted::{Reply, Scripted};
+use statestore_testkit as kit;
+use statestore_testkit::scripted::{Reply, Scripted};
+use statestore_testkit::{Mosquitto, Proxy};
 
 fn set() -> SetOptions {
     SetOptions::default()
@@ -19,16 +17,16 @@ fn set() -> SetOptions {
 
 /// An embedded server, a proxy in front of it, and a writer client connected directly.
 async fn behind_proxy() -> (statestore_server::Server, Proxy, Client) {
-    let server = testing::embedded().await;
-    let proxy = Proxy::start(server.local_addr()).await;
-    let writer = support::client(&server).await;
+    let server = kit::embedded().await;
+    let proxy = Proxy::start(server.local_addr()).await.expect("proxy");
+    let writer = kit::client(&server).await;
     (server, proxy, writer)
 }
 
 /// Skips `Set`/`Delete` events until the next `Resynced`, and returns its value.
 async fn next_resync(observation: &mut Observation) -> Option<bytes::Bytes> {
     loop {
-        match support::next_event(observation).await {
+        match kit::next_event(observation).await {
             Some(KeyEvent::Resynced { value }) => return value.map(|v| v.value),
             Some(_) => continue,
             None => panic!("the observation ended instead of resyncing"),
@@ -40,7 +38,7 @@ async fn next_resync(observation: &mut Observation) -> Option<bytes::Bytes> {
 /// a later connection loss may report it instead of a notification).
 async fn until_set_to(observation: &mut Observation, value: &str) {
     loop {
-        match support::next_event(observation).await {
+        match kit::next_event(observation).await {
             Some(KeyEvent::Set { value: set, .. }) if set == value => return,
             Some(KeyEvent::Resynced { value: Some(read) }) if read.value == value => return,
             Some(_) => continue,
@@ -51,7 +49,7 @@ async fn until_set_to(observation: &mut Observation, value: &str) {
 
 /// Waits for a spawned call, which its own timeout bounds.
 async fn joined<T>(call: tokio::task::JoinHandle<T>) -> T {
-    support::within("end of a call", call)
+    kit::within("end of a call", call)
         .await
         .expect("the call's task")
 }
@@ -59,7 +57,7 @@ async fn joined<T>(call: tokio::task::JoinHandle<T>) -> T {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_session_writes_fail_as_lost_and_reads_are_retried() {
     let (_server, proxy, writer) = behind_proxy().await;
-    let mut options = support::options(proxy.addr());
+    let mut options = kit::options(proxy.addr());
     options.session_expiry = Duration::ZERO; // The broker forgets the session at once.
     let client = Client::connect(options).await.unwrap();
     writer.set("k", "before", set()).await.unwrap();
@@ -95,7 +93,7 @@ async fn without_a_session_writes_fail_as_lost_and_reads_are_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_resumed_session_a_write_in_flight_completes() {
     let (_server, proxy, writer) = behind_proxy().await;
-    let client = Client::connect(support::options(proxy.addr()).client_id("resumer"))
+    let client = Client::connect(kit::options(proxy.addr()).client_id("resumer"))
         .await
         .unwrap();
     proxy.swallow(true);
@@ -115,15 +113,13 @@ async fn with_a_resumed_session_a_write_in_flight_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observations_resync_after_a_cut_and_report_changes_made_meanwhile() {
     let (_server, proxy, writer) = behind_proxy().await;
-    let client = Client::connect(support::options(proxy.addr()))
-        .await
-        .unwrap();
+    let client = Client::connect(kit::options(proxy.addr())).await.unwrap();
     let mut first = client.observe("k").await.unwrap();
     let mut second = client.observe("k").await.unwrap();
     let mut absent = client.observe("absent").await.unwrap();
     writer.set("k", "v1", set()).await.unwrap();
     assert!(matches!(
-        support::next_event(&mut first).await,
+        kit::next_event(&mut first).await,
         Some(KeyEvent::Set { .. })
     ));
 
@@ -145,17 +141,13 @@ async fn observations_resync_after_a_cut_and_report_changes_made_meanwhile() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observations_resync_after_a_broker_restart() {
-    let (mut broker, _server) = testing::on_mosquitto().await;
-    let client = Client::connect(support::quick(broker.addr()))
-        .await
-        .unwrap();
-    let writer = Client::connect(support::quick(broker.addr()))
-        .await
-        .unwrap();
+    let (mut broker, _server) = kit::on_mosquitto().await;
+    let client = Client::connect(kit::quick(broker.addr())).await.unwrap();
+    let writer = Client::connect(kit::quick(broker.addr())).await.unwrap();
     let mut changes = client.observe("k").await.unwrap();
     writer.set("k", "v1", set()).await.unwrap();
     assert!(matches!(
-        support::next_event(&mut changes).await,
+        kit::next_event(&mut changes).await,
         Some(KeyEvent::Set { .. })
     ));
 
@@ -169,7 +161,7 @@ async fn observations_resync_after_a_broker_restart() {
     // The state store (external mode) kept its data; our registration was lost with the
     // broker and is restored.
     assert_eq!(next_resync(&mut changes).await.unwrap(), "v1");
-    let rewrite = support::within("write after the restart", async {
+    let rewrite = kit::within("write after the restart", async {
         loop {
             // The writer may still be reconnecting: its first attempts can time out.
             match writer.set("k", "v2", set()).await {
@@ -203,9 +195,9 @@ async fn a_lost_re_registration_is_sent_again_without_waiting_for_the_call_timeo
         }
     })
     .await;
-    let proxy = Proxy::start(broker.addr()).await;
+    let proxy = Proxy::start(broker.addr()).await.expect("proxy");
     // A call timeout far beyond the test's deadline: only an early retry resyncs in time.
-    let options = support::options(proxy.addr()).default_timeout(Duration::from_secs(600));
+    let options = kit::options(proxy.addr()).default_timeout(Duration::from_secs(600));
     let client = Client::connect(options).await.unwrap();
     let mut changes = client.observe("k").await.unwrap();
 
@@ -220,9 +212,7 @@ async fn a_lost_re_registration_is_sent_again_without_waiting_for_the_call_timeo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_during_an_outage_time_out_and_work_again_after_it() {
     let (_server, proxy, _writer) = behind_proxy().await;
-    let client = Client::connect(support::options(proxy.addr()))
-        .await
-        .unwrap();
+    let client = Client::connect(kit::options(proxy.addr())).await.unwrap();
     proxy.refuse(true);
     proxy.cut();
     let timeout = Duration::from_millis(300);
@@ -242,10 +232,8 @@ async fn calls_during_an_outage_time_out_and_work_again_after_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_during_an_outage_is_prompt() {
     let broker = Mosquitto::start().unwrap();
-    let proxy = Proxy::start(broker.addr()).await;
-    let client = Client::connect(support::options(proxy.addr()))
-        .await
-        .unwrap();
+    let proxy = Proxy::start(broker.addr()).await.expect("proxy");
+    let client = Client::connect(kit::options(proxy.addr())).await.unwrap();
     proxy.refuse(true);
     proxy.cut();
     let call = tokio::spawn({
@@ -259,9 +247,7 @@ async fn close_during_an_outage_is_prompt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_ends_the_session_with_disconnect() {
     let (_server, proxy, _writer) = behind_proxy().await;
-    let client = Client::connect(support::options(proxy.addr()))
-        .await
-        .unwrap();
+    let client = Client::connect(kit::options(proxy.addr())).await.unwrap();
     client.set("k", "v", set()).await.unwrap();
     client.close().await.unwrap();
     let last = proxy.ended(1).await;
@@ -272,9 +258,7 @@ async fn close_ends_the_session_with_disconnect() {
     );
 
     // Dropping the last handle does the same.
-    let dropped = Client::connect(support::options(proxy.addr()))
-        .await
-        .unwrap();
+    let dropped = Client::connect(kit::options(proxy.addr())).await.unwrap();
     dropped.get("k").await.unwrap();
     drop(dropped);
     let last = proxy.ended(2).await;

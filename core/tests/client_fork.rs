@@ -4,10 +4,9 @@
 //! One test in its own binary: fork copies only the calling thread, so nothing else should
 //! be running in this process.
 
-mod support;
-
 use statestore::blocking::Client;
 use statestore::{Error, SetOptions};
+use statestore_testkit as kit;
 
 /// Exit codes of the child, one per check.
 const OK: i32 = 0;
@@ -24,8 +23,8 @@ fn the_blocking_client_works_in_a_forked_child() {
         .enable_all()
         .build()
         .unwrap();
-    let server = host.block_on(statestore_server::testing::embedded());
-    let options = support::options(server.local_addr());
+    let server = host.block_on(kit::embedded());
+    let options = kit::options(server.local_addr());
     let parent = Client::connect(options.clone()).unwrap();
     parent
         .set("k", "from parent", SetOptions::default())

@@ -1,7 +1,5 @@
 //! Every operation and option of the async client against the embedded state store server.
 
-mod support;
-
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,6 +9,7 @@ use statestore::{
     SetOptions,
 };
 use statestore_server::{EngineConfig, Server, ServerConfig};
+use statestore_testkit as kit;
 
 fn set() -> SetOptions {
     SetOptions::default()
@@ -22,7 +21,7 @@ fn del() -> DeleteOptions {
 
 #[tokio::test]
 async fn set_then_get_returns_the_value_and_its_version() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let key = Bytes::from_static(b"k\r\n\0\xff");
     let value = Bytes::from_static(b"v\r\n$3\r\n\0");
     let written = client.set(key.clone(), value.clone(), set()).await.unwrap();
@@ -41,7 +40,7 @@ async fn set_then_get_returns_the_value_and_its_version() {
 
 #[tokio::test]
 async fn set_conditions_nx_and_nex() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let nx = set().condition(SetCondition::OnlyIfAbsent);
     let nex = set().condition(SetCondition::OnlyIfAbsentOrEqual);
     assert!(client.set("nx", "a", nx.clone()).await.unwrap().applied);
@@ -60,7 +59,7 @@ async fn set_conditions_nx_and_nex() {
 
 #[tokio::test]
 async fn delete_and_vdel_report_their_outcome() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     client.set("d", "v", set()).await.unwrap();
     let deleted = client.delete("d", del()).await.unwrap();
     assert_eq!(deleted.outcome, DeleteOutcome::Deleted);
@@ -87,17 +86,17 @@ async fn delete_and_vdel_report_their_outcome() {
 
 #[tokio::test]
 async fn expiry_deletes_the_key_and_notifies() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let mut changes = client.observe("ttl").await.unwrap();
     client
         .set("ttl", "soon gone", set().expiry(Duration::from_millis(50)))
         .await
         .unwrap();
     assert!(matches!(
-        support::next_event(&mut changes).await,
+        kit::next_event(&mut changes).await,
         Some(KeyEvent::Set { .. })
     ));
-    match support::next_event(&mut changes).await {
+    match kit::next_event(&mut changes).await {
         Some(KeyEvent::Delete { version }) => assert!(version.is_some()),
         other => panic!("expected the expiry's DELETE, got {other:?}"),
     }
@@ -113,7 +112,7 @@ async fn expiry_deletes_the_key_and_notifies() {
 
 #[tokio::test]
 async fn fencing_tokens_protect_keys() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lock = client
         .set(
             "lock",
@@ -210,7 +209,7 @@ async fn quota_exceeded_is_reported() {
         ..ServerConfig::default()
     };
     let server = Server::start(config).await.unwrap();
-    let client = support::client(&server).await;
+    let client = kit::client(&server).await;
     client.set("one", "v", set()).await.unwrap();
     let err = client.set("two", "v", set()).await.unwrap_err();
     assert_eq!(err, Error::Service(ServiceError::QuotaExceeded));
@@ -219,7 +218,7 @@ async fn quota_exceeded_is_reported() {
 
 #[tokio::test]
 async fn persistence_is_accepted() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     assert!(
         client
             .set("p", "v", set().persist(true))
@@ -231,7 +230,7 @@ async fn persistence_is_accepted() {
 
 #[tokio::test]
 async fn invalid_input_is_rejected_before_sending() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let invalid = |result: Result<(), Error>| {
         assert!(
             matches!(result, Err(Error::InvalidArgument(_))),
@@ -275,7 +274,7 @@ async fn invalid_input_is_rejected_before_sending() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_requests() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let writes: Vec<_> = (0..1000)
         .map(|i| {
             let client = client.clone();
@@ -303,13 +302,13 @@ async fn a_thousand_concurrent_requests() {
 
 #[tokio::test]
 async fn notifications_of_set_and_delete_with_versions() {
-    let (server, client) = support::embedded().await;
-    let writer = support::client(&server).await;
+    let (server, client) = kit::embedded_with_client().await;
+    let writer = kit::client(&server).await;
     let mut changes = client.observe("watched").await.unwrap();
     assert_eq!(changes.key(), "watched");
     let written = writer.set("watched", "v1", set()).await.unwrap();
     assert_eq!(
-        support::next_event(&mut changes).await,
+        kit::next_event(&mut changes).await,
         Some(KeyEvent::Set {
             value: Bytes::from_static(b"v1"),
             version: written.version
@@ -317,13 +316,13 @@ async fn notifications_of_set_and_delete_with_versions() {
     );
     writer.delete("watched", del()).await.unwrap();
     assert!(matches!(
-        support::next_event(&mut changes).await,
+        kit::next_event(&mut changes).await,
         Some(KeyEvent::Delete { version: Some(_) })
     ));
     // Other keys are not reported.
     writer.set("other", "x", set()).await.unwrap();
     writer.set("watched", "v2", set()).await.unwrap();
-    match support::next_event(&mut changes).await {
+    match kit::next_event(&mut changes).await {
         Some(KeyEvent::Set { value, .. }) => assert_eq!(value, "v2"),
         other => panic!("{other:?}"),
     }
@@ -331,28 +330,28 @@ async fn notifications_of_set_and_delete_with_versions() {
 
 #[tokio::test]
 async fn observers_of_one_key_share_the_registration() {
-    let (server, client) = support::embedded().await;
-    let writer = support::client(&server).await;
+    let (server, client) = kit::embedded_with_client().await;
+    let writer = kit::client(&server).await;
     let mut first = client.observe("shared").await.unwrap();
     let mut second = client.observe("shared").await.unwrap();
     writer.set("shared", "a", set()).await.unwrap();
     assert!(matches!(
-        support::next_event(&mut first).await,
+        kit::next_event(&mut first).await,
         Some(KeyEvent::Set { .. })
     ));
     assert!(matches!(
-        support::next_event(&mut second).await,
+        kit::next_event(&mut second).await,
         Some(KeyEvent::Set { .. })
     ));
     drop(first);
     writer.set("shared", "b", set()).await.unwrap();
-    match support::next_event(&mut second).await {
+    match kit::next_event(&mut second).await {
         Some(KeyEvent::Set { value, .. }) => assert_eq!(value, "b"),
         other => panic!("{other:?}"),
     }
     // unobserve ends every observation of the key.
     client.unobserve("shared").await.unwrap();
-    assert_eq!(support::next_event(&mut second).await, None);
+    assert_eq!(kit::next_event(&mut second).await, None);
     client.unobserve("never-observed").await.unwrap();
 }
 
@@ -360,7 +359,7 @@ async fn observers_of_one_key_share_the_registration() {
 async fn observation_is_a_stream() {
     use std::future::poll_fn;
     use std::pin::Pin;
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let mut changes = client.observe("s").await.unwrap();
     client.set("s", "v", set()).await.unwrap();
     let event = poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut changes), cx)).await;
@@ -370,31 +369,27 @@ async fn observation_is_a_stream() {
 
 #[tokio::test]
 async fn client_ids_are_used_or_generated() {
-    let server = statestore_server::testing::embedded().await;
-    let named = Client::connect(support::options(server.local_addr()).client_id("my-app-1"))
+    let server = kit::embedded().await;
+    let named = Client::connect(kit::options(server.local_addr()).client_id("my-app-1"))
         .await
         .unwrap();
     assert_eq!(named.client_id(), "my-app-1");
-    let a = support::client(&server).await;
-    let b = support::client(&server).await;
+    let a = kit::client(&server).await;
+    let b = kit::client(&server).await;
     assert_ne!(a.client_id(), b.client_id());
     assert!(a.client_id().starts_with("statestore-"));
     // The generated id works for notifications (it is part of the topic).
     let mut changes = a.observe("k").await.unwrap();
     b.set("k", "v", set()).await.unwrap();
     assert!(matches!(
-        support::next_event(&mut changes).await,
+        kit::next_event(&mut changes).await,
         Some(KeyEvent::Set { .. })
     ));
 }
 
 #[tokio::test]
 async fn connecting_to_nothing_fails_fast() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = kit::free_port().unwrap();
     let err = Client::connect(statestore::ConnectOptions::new("127.0.0.1", port))
         .await
         .unwrap_err();
@@ -407,12 +402,12 @@ async fn connecting_to_nothing_fails_fast() {
 
 #[tokio::test]
 async fn close_fails_later_calls_and_ends_observations() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let mut changes = client.observe("k").await.unwrap();
     let clone = client.clone();
     client.close().await.unwrap();
     assert!(clone.is_closed());
-    assert_eq!(support::next_event(&mut changes).await, None);
+    assert_eq!(kit::next_event(&mut changes).await, None);
     assert_eq!(clone.get("k").await, Err(Error::Closed));
     assert_eq!(
         clone.set("k", "v", set()).await.map(drop),
@@ -425,8 +420,8 @@ async fn close_fails_later_calls_and_ends_observations() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_overflowing_observation_drops_events_then_resyncs_to_the_current_value() {
-    let (server, client) = support::embedded().await;
-    let writer = support::client(&server).await;
+    let (server, client) = kit::embedded_with_client().await;
+    let writer = kit::client(&server).await;
     let mut changes = client.observe("k").await.unwrap();
     // More than the queue's bound, not consumed while it is written.
     let value = Bytes::from(vec![b'x'; 1 << 20]);
@@ -437,7 +432,7 @@ async fn an_overflowing_observation_drops_events_then_resyncs_to_the_current_val
     writer.set("k", "final", set()).await.unwrap();
     let (mut sets, mut resynced, mut last) = (0, false, None);
     while !(resynced && last.as_deref() == Some(&b"final"[..])) {
-        match support::next_event(&mut changes).await {
+        match kit::next_event(&mut changes).await {
             Some(KeyEvent::Set { value, .. }) => {
                 sets += 1;
                 last = Some(value);

@@ -2,23 +2,22 @@
 //! service error, RPC-level failures, odd responses, timeouts, shutdown with calls in flight
 //! and the sharing of KEYNOTIFY registrations.
 
-mod support;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use statestore::protocol::{Request, ServiceError};
 use statestore::{Client, DeleteOptions, Error, Hlc, SetOptions};
-use statestore_server::testing::Mosquitto;
-use support::scripted::{Received, Reply, Scripted};
+use statestore_testkit as kit;
+use statestore_testkit::scripted::{Received, Reply, Scripted};
+use statestore_testkit::Mosquitto;
 
 async fn start(
     script: impl Fn(&Received) -> Option<Reply> + Send + Sync + 'static,
 ) -> (Mosquitto, Scripted, Client) {
     let broker = Mosquitto::start().expect("start mosquitto");
     let service = Scripted::start(broker.addr(), script).await;
-    let client = Client::connect(support::quick(broker.addr()))
+    let client = Client::connect(kit::quick(broker.addr()))
         .await
         .expect("connect");
     (broker, service, client)
@@ -320,7 +319,7 @@ async fn one_keynotify_per_key_and_stop_after_the_last_observer() {
     assert_eq!(keynotify(&service, false), 2, "one per key");
     drop(first);
     drop(second);
-    support::within("KEYNOTIFY STOP", stopped.notified()).await;
+    kit::within("KEYNOTIFY STOP", stopped.notified()).await;
     assert!(stop_seen.load(Ordering::SeqCst));
     assert_eq!(keynotify(&service, true), 1);
     let again = client.observe("k").await.unwrap();

@@ -1,8 +1,6 @@
 //! Listing keys (`Client::keys`, `keys_all`, blocking forms) against the embedded server and
 //! a scripted service, and `SetOptions::persist` across a server restart.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::future::poll_fn;
 use std::pin::Pin;
@@ -11,9 +9,10 @@ use bytes::Bytes;
 use futures_core::Stream;
 use statestore::protocol::Request;
 use statestore::{Client, Error, ServiceError, SetOptions};
-use statestore_server::testing::Mosquitto;
 use statestore_server::{EngineConfig, PersistenceConfig, Server, ServerConfig};
-use support::scripted::{Received, Reply, Scripted};
+use statestore_testkit as kit;
+use statestore_testkit::scripted::{Received, Reply, Scripted};
+use statestore_testkit::Mosquitto;
 
 fn set() -> SetOptions {
     SetOptions::default()
@@ -25,29 +24,16 @@ fn keys(names: &[&[u8]]) -> BTreeSet<Bytes> {
 
 /// An embedded server whose SCAN pages hold at most `page` keys.
 async fn server_with_pages(page: usize) -> Server {
-    Server::start(ServerConfig {
-        engine: EngineConfig {
-            scan_page_keys: page,
-            ..EngineConfig::default()
-        },
-        ..ServerConfig::default()
+    kit::embedded_with_engine(EngineConfig {
+        scan_page_keys: page,
+        ..EngineConfig::default()
     })
     .await
-    .expect("server starts")
-}
-
-async fn set_all(client: &Client, names: &[&[u8]]) {
-    for name in names {
-        client
-            .set(Bytes::copy_from_slice(name), "v", set())
-            .await
-            .expect("set");
-    }
 }
 
 #[tokio::test]
 async fn keys_all_lists_the_matching_keys_binary_ones_included() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let names: [&[u8]; 6] = [
         b"user:1",
         b"user:2",
@@ -56,7 +42,7 @@ async fn keys_all_lists_the_matching_keys_binary_ones_included() {
         b"other",
         b"user:\r\n",
     ];
-    set_all(&client, &names).await;
+    kit::set_all(&client, &names).await;
     let listed: BTreeSet<Bytes> = client
         .keys_all("user:*")
         .await
@@ -76,10 +62,10 @@ async fn keys_all_lists_the_matching_keys_binary_ones_included() {
 #[tokio::test]
 async fn pages_keys_and_the_stream_agree() {
     let server = server_with_pages(3).await;
-    let client = support::client(&server).await;
+    let client = kit::client(&server).await;
     let names: Vec<Vec<u8>> = (0..10).map(|i| format!("k{i:02}").into_bytes()).collect();
     let refs: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
-    set_all(&client, &refs).await;
+    kit::set_all(&client, &refs).await;
     let all = keys(&refs);
 
     let mut pager = client.keys("k*").unwrap();
@@ -112,7 +98,7 @@ async fn pages_keys_and_the_stream_agree() {
 
 #[tokio::test]
 async fn an_empty_pattern_is_rejected_before_anything_is_sent() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     assert!(matches!(client.keys(""), Err(Error::InvalidArgument(_))));
     assert!(matches!(
         client.keys_all(Bytes::new()).await,
@@ -140,7 +126,7 @@ fn paging_service(request: &Received) -> Option<Reply> {
 async fn tokens_stay_inside_and_are_sent_back_verbatim() {
     let broker = Mosquitto::start().expect("mosquitto");
     let service = Scripted::start(broker.addr(), paging_service).await;
-    let client = Client::connect(support::quick(broker.addr()))
+    let client = Client::connect(kit::quick(broker.addr()))
         .await
         .expect("connect");
 
@@ -194,8 +180,7 @@ fn the_blocking_client_iterates_and_collects() {
         .build()
         .unwrap();
     let server = host.block_on(server_with_pages(2));
-    let client =
-        statestore::blocking::Client::connect(support::options(server.local_addr())).unwrap();
+    let client = statestore::blocking::Client::connect(kit::options(server.local_addr())).unwrap();
     for i in 0..5 {
         client.set(format!("b{i}"), "v", set()).unwrap();
     }
@@ -223,7 +208,7 @@ async fn persisted_keys_survive_a_restart_of_the_server() {
         ..ServerConfig::default()
     };
     let server = Server::start(config.clone()).await.expect("starts");
-    let client = support::client(&server).await;
+    let client = kit::client(&server).await;
     let written = client
         .set("kept", "value", set().persist(true))
         .await
@@ -233,7 +218,7 @@ async fn persisted_keys_survive_a_restart_of_the_server() {
     server.shutdown().await;
 
     let server = Server::start(config).await.expect("restarts");
-    let client = support::client(&server).await;
+    let client = kit::client(&server).await;
     let kept = client.get("kept").await.unwrap().expect("persisted");
     assert_eq!(kept.value, "value");
     assert_eq!(kept.version, written.version);

@@ -1,24 +1,21 @@
 //! The client's subscriptions on a later connection: a refusal is not final while the
 //! connection stays up.
 
-mod support;
-
 use std::time::Duration;
 
 use statestore::{Client, Error};
-use support::proxy::Proxy;
-use support::sat_broker::SatBroker;
-use support::scripted::{Reply, Scripted};
-use support::within;
+use statestore_testkit as kit;
+use statestore_testkit::scripted::{Reply, Scripted};
+use statestore_testkit::{within, Proxy, SatBroker};
 
 /// Point 3 of issue 12: a SUBACK refused on a reconnection leaves the client failed only
 /// until a later subscription attempt on the same connection is granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_resubscription_is_retried_on_the_same_connection() {
-    let broker = SatBroker::start().await;
+    let broker = SatBroker::start().await.expect("SAT broker");
     let _service = Scripted::start(broker.addr(), |_| Some(Reply::ok(b"$-1\r\n"))).await;
-    let proxy = Proxy::start(broker.addr()).await;
-    let mut options = support::options(proxy.addr());
+    let proxy = Proxy::start(broker.addr()).await.expect("proxy");
+    let mut options = kit::options(proxy.addr());
     // Clean sessions: every connection subscribes.
     options.session_expiry = Duration::ZERO;
     let client = Client::connect(options).await.expect("connect");

@@ -1,25 +1,19 @@
 //! The blocking election, from plain threads: a standby takes over when the leader's client
 //! is closed, and the leadership stream shows it.
 
-mod support;
-
 use std::time::Duration;
 
 use statestore::blocking::{Client, Election};
 use statestore::lease::{LeaderEvent, LossReason};
-use statestore_server::testing;
+use statestore_testkit as kit;
 
 const TTL: Duration = Duration::from_millis(500);
 
 #[test]
 fn the_standby_takes_over_when_the_leader_dies() {
-    let host = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = host.block_on(testing::embedded());
-    let connect = || Client::connect(support::options(server.local_addr())).unwrap();
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
+    let connect = || Client::connect(kit::options(server.local_addr())).unwrap();
     let (leader_client, standby_client, watcher) = (connect(), connect(), connect());
     let leader = Election::new(&leader_client, "leader", "primary", TTL).unwrap();
     let standby = Election::new(&standby_client, "leader", "standby", TTL).unwrap();

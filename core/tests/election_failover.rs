@@ -1,8 +1,6 @@
 //! Leader election with several candidates: one leader at a time, failover when the leader's
 //! client dies, resignation, the leadership stream, and the lost-leadership signal.
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,8 +8,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use statestore::lease::{Election, LeaderEvent, LeaseState, LossReason};
 use statestore::Client;
-use statestore_server::testing;
-use support::proxy::Proxy;
+use statestore_testkit as kit;
+use statestore_testkit::Proxy;
 use tokio::sync::mpsc;
 
 // Long enough that a starved 2-core machine does not let a live leader's lease expire.
@@ -20,15 +18,15 @@ const TTL: Duration = Duration::from_millis(1500);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_at_a_time_and_failover_when_the_leader_dies() {
     const CANDIDATES: usize = 4;
-    let server = testing::embedded().await;
-    let watcher = support::client(&server).await;
+    let server = kit::embedded().await;
+    let watcher = kit::client(&server).await;
     let mut changes = Election::new(&watcher, "leader", "watcher", TTL)
         .unwrap()
         .observe()
         .await
         .unwrap();
     assert_eq!(
-        support::within("a leadership change", changes.next()).await,
+        kit::within("a leadership change", changes.next()).await,
         Some(LeaderEvent::Vacant)
     );
 
@@ -36,7 +34,7 @@ async fn one_leader_at_a_time_and_failover_when_the_leader_dies() {
     let (elected, mut elected_rx) = mpsc::unbounded_channel::<(Bytes, Client)>();
     let mut candidates = Vec::new();
     for n in 0..CANDIDATES {
-        let client = support::client(&server).await;
+        let client = kit::client(&server).await;
         let election = Election::new(&client, "leader", format!("node-{n}"), TTL).unwrap();
         let leaders = leaders.clone();
         let elected = elected.clone();
@@ -57,12 +55,12 @@ async fn one_leader_at_a_time_and_failover_when_the_leader_dies() {
 
     let mut order = Vec::new();
     for _ in 0..CANDIDATES {
-        let (leader, client) = support::within("an election", elected_rx.recv())
+        let (leader, client) = kit::within("an election", elected_rx.recv())
             .await
             .expect("a leader is elected");
         // The stream shows the same leader (after a vacancy, except for the first one).
         loop {
-            match support::within("a leadership change", changes.next())
+            match kit::within("a leadership change", changes.next())
                 .await
                 .expect("stream open")
             {
@@ -82,7 +80,7 @@ async fn one_leader_at_a_time_and_failover_when_the_leader_dies() {
     order.dedup();
     assert_eq!(order.len(), CANDIDATES, "every candidate led once");
     assert_eq!(
-        support::within("a leadership change", changes.next()).await,
+        kit::within("a leadership change", changes.next()).await,
         Some(LeaderEvent::Vacant)
     );
     for candidate in candidates {
@@ -92,9 +90,9 @@ async fn one_leader_at_a_time_and_failover_when_the_leader_dies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resigning_hands_leadership_to_a_waiting_candidate() {
-    let server = testing::embedded().await;
-    let a_client = support::client(&server).await;
-    let b_client = support::client(&server).await;
+    let server = kit::embedded().await;
+    let a_client = kit::client(&server).await;
+    let b_client = kit::client(&server).await;
     let a = Election::new(&a_client, "leader", "a", TTL).unwrap();
     let b = Election::new(&b_client, "leader", "b", TTL).unwrap();
     let a_term = a.campaign().await.unwrap();
@@ -108,7 +106,7 @@ async fn resigning_hands_leadership_to_a_waiting_candidate() {
     });
     let mut changes = b.observe().await.unwrap();
     assert_eq!(
-        support::within("a leadership change", changes.next()).await,
+        kit::within("a leadership change", changes.next()).await,
         Some(LeaderEvent::Elected { leader: "a".into() })
     );
     a.resign().await.unwrap();
@@ -119,11 +117,11 @@ async fn resigning_hands_leadership_to_a_waiting_candidate() {
     assert!(b.is_leader());
     assert_eq!(a.leader().await.unwrap(), Some("b".into()));
     assert_eq!(
-        support::within("a leadership change", changes.next()).await,
+        kit::within("a leadership change", changes.next()).await,
         Some(LeaderEvent::Vacant)
     );
     assert_eq!(
-        support::within("a leadership change", changes.next()).await,
+        kit::within("a leadership change", changes.next()).await,
         Some(LeaderEvent::Elected { leader: "b".into() })
     );
     // Renewals of the same leader are not changes.
@@ -132,12 +130,10 @@ async fn resigning_hands_leadership_to_a_waiting_candidate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_off_leader_knows_it_lost_before_another_is_elected() {
-    let server = testing::embedded().await;
-    let proxy = Proxy::start(server.local_addr()).await;
-    let leader_client = Client::connect(support::options(proxy.addr()))
-        .await
-        .unwrap();
-    let other_client = support::client(&server).await;
+    let server = kit::embedded().await;
+    let proxy = Proxy::start(server.local_addr()).await.expect("proxy");
+    let leader_client = Client::connect(kit::options(proxy.addr())).await.unwrap();
+    let other_client = kit::client(&server).await;
     let leader = Election::new(&leader_client, "leader", "cut-off", TTL).unwrap();
     let other = Election::new(&other_client, "leader", "other", TTL).unwrap();
     leader.campaign().await.unwrap();

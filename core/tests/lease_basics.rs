@@ -1,12 +1,11 @@
 //! Leases against the embedded state store: acquire, hold, renew, release, expiry and the
 //! fencing that refuses a stale holder, loss reasons, drop.
 
-mod support;
-
 use std::time::Duration;
 
 use statestore::lease::{AcquireOutcome, Lease, LeaseState, LossReason};
 use statestore::{Client, DeleteOptions, Error, KeyEvent, ServiceError, SetOptions};
+use statestore_testkit as kit;
 
 const TTL: Duration = Duration::from_millis(500);
 
@@ -16,8 +15,8 @@ fn fenced(token: &statestore::Hlc) -> SetOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_holder_at_a_time_and_release_only_deletes_our_own() {
-    let (server, alice_client) = support::embedded().await;
-    let bob_client = support::client(&server).await;
+    let (server, alice_client) = kit::embedded_with_client().await;
+    let bob_client = kit::client(&server).await;
     let alice = Lease::new(&alice_client, "printer", "alice").unwrap();
     let bob = Lease::new(&bob_client, "printer", "bob").unwrap();
 
@@ -61,8 +60,8 @@ async fn one_holder_at_a_time_and_release_only_deletes_our_own() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_waits_for_the_release() {
-    let (server, alice_client) = support::embedded().await;
-    let bob_client = support::client(&server).await;
+    let (server, alice_client) = kit::embedded_with_client().await;
+    let bob_client = kit::client(&server).await;
     let alice = Lease::new(&alice_client, "printer", "alice").unwrap();
     let bob = Lease::new(&bob_client, "printer", "bob").unwrap();
     let alice_token = alice.acquire(Duration::from_secs(30)).await.unwrap();
@@ -81,8 +80,8 @@ async fn acquire_waits_for_the_release() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_that_stops_renewing_loses_and_its_old_token_is_refused() {
-    let (server, old_client) = support::embedded().await;
-    let new_client = support::client(&server).await;
+    let (server, old_client) = kit::embedded_with_client().await;
+    let new_client = kit::client(&server).await;
     let old = Lease::new(&old_client, "lease", "old").unwrap();
     let new = Lease::new(&new_client, "lease", "new").unwrap();
 
@@ -130,8 +129,8 @@ async fn a_holder_that_stops_renewing_loses_and_its_old_token_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn automatic_renewal_holds_the_lease_over_many_ttls() {
-    let (server, holder_client) = support::embedded().await;
-    let other_client = support::client(&server).await;
+    let (server, holder_client) = kit::embedded_with_client().await;
+    let other_client = kit::client(&server).await;
     let holder = Lease::new(&holder_client, "lease", "holder")
         .unwrap()
         .auto_renew(true);
@@ -168,7 +167,7 @@ async fn automatic_renewal_holds_the_lease_over_many_ttls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_that_finds_another_holder_reports_the_takeover() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lease = Lease::new(&client, "lease", "me").unwrap().auto_renew(true);
     lease.acquire(Duration::from_millis(600)).await.unwrap();
     // Someone ignores the protocol and overwrites the key.
@@ -180,7 +179,7 @@ async fn a_renewal_that_finds_another_holder_reports_the_takeover() {
     assert_eq!(loss.reason, LossReason::TakenOver);
     // The holder is read after the loss is declared, and filled in then.
     let mut states = lease.watch();
-    let holder = support::within("the holder in the loss", async {
+    let holder = kit::within("the holder in the loss", async {
         loop {
             if let Some(holder) = lease.state().loss().and_then(|l| l.holder.clone()) {
                 return holder;
@@ -202,7 +201,7 @@ async fn a_renewal_that_finds_another_holder_reports_the_takeover() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_client_loses_the_lease() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lease = Lease::new(&client, "lease", "me").unwrap().auto_renew(true);
     lease.acquire(Duration::from_millis(600)).await.unwrap();
     client.close().await.unwrap();
@@ -212,8 +211,8 @@ async fn closing_the_client_loses_the_lease() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_last_handle_releases_the_lease() {
-    let (server, client) = support::embedded().await;
-    let watcher = support::client(&server).await;
+    let (server, client) = kit::embedded_with_client().await;
+    let watcher = kit::client(&server).await;
     let lease = Lease::new(&client, "lease", "me").unwrap().auto_renew(true);
     lease.acquire(Duration::from_secs(30)).await.unwrap();
     let mut changes = watcher.observe("lease").await.unwrap();
@@ -233,7 +232,7 @@ async fn dropping_the_last_handle_releases_the_lease() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn state_changes_can_be_awaited() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lease = Lease::new(&client, "lease", "me").unwrap();
     let mut states = lease.watch();
     assert_eq!(states.current(), LeaseState::NotHeld);
@@ -246,7 +245,7 @@ async fn state_changes_can_be_awaited() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_arguments_are_refused_before_anything_is_sent() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let invalid = |result: statestore::Result<Lease>| {
         assert!(
             matches!(result, Err(Error::InvalidArgument(_))),
@@ -266,8 +265,8 @@ async fn bad_arguments_are_refused_before_anything_is_sent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_abandoned_wait_leaves_no_key_behind() {
-    let (server, holder_client) = support::embedded().await;
-    let waiter_client = support::client(&server).await;
+    let (server, holder_client) = kit::embedded_with_client().await;
+    let waiter_client = kit::client(&server).await;
     let holder = Lease::new(&holder_client, "lease", "holder").unwrap();
     let waiter = Lease::new(&waiter_client, "lease", "waiter").unwrap();
     holder.acquire(Duration::from_secs(30)).await.unwrap();
@@ -291,7 +290,7 @@ async fn leases_are_send_and_sync_handles() {
     assert_handle::<statestore::Lock>();
     assert_handle::<statestore::Election>();
     assert_handle::<statestore::blocking::Lease>();
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lease = Lease::new(&client, "lease", "me").unwrap();
     let token = tokio::spawn({
         let lease = lease.clone();

@@ -1,34 +1,24 @@
 //! The blocking lease, from plain threads: acquire, wait, expiry with the stale token
 //! refused, automatic renewal, loss signal, and refusal inside an async runtime.
 
-mod support;
-
 use std::time::Duration;
 
 use statestore::blocking::{Client, Lease};
 use statestore::lease::{AcquireOutcome, LeaseState, LossReason};
 use statestore::{Error, ServiceError, SetOptions};
-use statestore_server::{testing, Server};
+use statestore_server::Server;
+use statestore_testkit as kit;
 
 const TTL: Duration = Duration::from_millis(500);
 
-/// A runtime for the server: the blocking API must be called outside any runtime.
-fn host() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 fn client(server: &Server) -> Client {
-    Client::connect(support::options(server.local_addr())).unwrap()
+    Client::connect(kit::options(server.local_addr())).unwrap()
 }
 
 #[test]
 fn a_waiting_holder_takes_over_after_the_ttl_and_the_stale_token_is_refused() {
-    let host = host();
-    let server = host.block_on(testing::embedded());
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
     let old_client = client(&server);
     let new_client = client(&server);
     let old = Lease::new(&old_client, "lease", "old").unwrap();
@@ -66,8 +56,8 @@ fn a_waiting_holder_takes_over_after_the_ttl_and_the_stale_token_is_refused() {
 
 #[test]
 fn automatic_renewal_and_the_loss_signal() {
-    let host = host();
-    let server = host.block_on(testing::embedded());
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
     let client = client(&server);
     let lease = Lease::new(&client, "lease", "me").unwrap().auto_renew(true);
     assert!(lease.is_auto_renew());
@@ -89,7 +79,7 @@ fn automatic_renewal_and_the_loss_signal() {
     assert_eq!(loss.reason, LossReason::TakenOver);
     // The holder is read after the loss is declared, and filled in then.
     let mut states = lease.as_async().watch();
-    let holder = host.block_on(support::within("the holder in the loss", async {
+    let holder = host.block_on(kit::within("the holder in the loss", async {
         loop {
             if let Some(holder) = lease.state().loss().and_then(|l| l.holder.clone()) {
                 return holder;
@@ -106,8 +96,8 @@ fn automatic_renewal_and_the_loss_signal() {
 
 #[test]
 fn waiting_is_bounded_by_its_timeout() {
-    let host = host();
-    let server = host.block_on(testing::embedded());
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
     let client = client(&server);
     let holder = Lease::new(&client, "lease", "holder").unwrap();
     let waiter = Lease::new(&client, "lease", "waiter").unwrap();
@@ -121,8 +111,8 @@ fn waiting_is_bounded_by_its_timeout() {
 
 #[test]
 fn blocking_calls_inside_a_runtime_fail_instead_of_blocking() {
-    let host = host();
-    let server = host.block_on(testing::embedded());
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
     let client = client(&server);
     let lease = Lease::new(&client, "lease", "me").unwrap();
     let result = host.block_on(async { lease.try_acquire(TTL) });

@@ -1,14 +1,12 @@
 //! Automatic renewal across broker outages: a cut shorter than the TTL goes unnoticed, a
 //! longer one is reported as a loss before anyone else can take the lease.
 
-mod support;
-
 use std::time::Duration;
 
 use statestore::lease::{Lease, LeaseState, LossReason};
 use statestore::{Client, ConnectOptions, KeyEvent, Observation, ReconnectPolicy};
-use statestore_server::testing;
-use support::proxy::Proxy;
+use statestore_testkit as kit;
+use statestore_testkit::Proxy;
 
 /// Options that reconnect quickly, so that an outage ends when the proxy lets connections
 /// through again rather than when a long backoff says so.
@@ -22,7 +20,7 @@ fn eager(options: ConnectOptions) -> ConnectOptions {
 /// Waits for the next SET of `key` to `holder` (a renewal), skipping other events.
 async fn next_renewal(changes: &mut Observation, holder: &str) {
     loop {
-        match support::next_event(changes).await {
+        match kit::next_event(changes).await {
             Some(KeyEvent::Set { value, .. }) if value == holder => return,
             Some(_) => continue,
             None => panic!("the observation ended"),
@@ -33,12 +31,12 @@ async fn next_renewal(changes: &mut Observation, holder: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewal_survives_an_outage_shorter_than_the_ttl() {
     let ttl = Duration::from_secs(2);
-    let server = testing::embedded().await;
-    let proxy = Proxy::start(server.local_addr()).await;
-    let holder_client = Client::connect(eager(support::options(proxy.addr())))
+    let server = kit::embedded().await;
+    let proxy = Proxy::start(server.local_addr()).await.expect("proxy");
+    let holder_client = Client::connect(eager(kit::options(proxy.addr())))
         .await
         .unwrap();
-    let watcher = support::client(&server).await;
+    let watcher = kit::client(&server).await;
     let lease = Lease::new(&holder_client, "lease", "holder")
         .unwrap()
         .auto_renew(true);
@@ -62,12 +60,12 @@ async fn renewal_survives_an_outage_shorter_than_the_ttl() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_longer_than_the_ttl_is_reported_as_a_loss_before_a_takeover() {
     let ttl = Duration::from_millis(800);
-    let server = testing::embedded().await;
-    let proxy = Proxy::start(server.local_addr()).await;
-    let holder_client = Client::connect(eager(support::options(proxy.addr())))
+    let server = kit::embedded().await;
+    let proxy = Proxy::start(server.local_addr()).await.expect("proxy");
+    let holder_client = Client::connect(eager(kit::options(proxy.addr())))
         .await
         .unwrap();
-    let other_client = support::client(&server).await;
+    let other_client = kit::client(&server).await;
     let lease = Lease::new(&holder_client, "lease", "holder")
         .unwrap()
         .auto_renew(true);
@@ -101,12 +99,12 @@ async fn an_outage_longer_than_the_ttl_is_reported_as_a_loss_before_a_takeover()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewal_survives_a_mosquitto_restart() {
     let ttl = Duration::from_secs(2);
-    let (mut broker, _server) = testing::on_mosquitto().await;
+    let (mut broker, _server) = kit::on_mosquitto().await;
     // Requests sent before the state store has re-subscribed are lost: short timeouts.
-    let holder_client = Client::connect(eager(support::quick(broker.addr())))
+    let holder_client = Client::connect(eager(kit::quick(broker.addr())))
         .await
         .unwrap();
-    let watcher = Client::connect(eager(support::quick(broker.addr())))
+    let watcher = Client::connect(eager(kit::quick(broker.addr())))
         .await
         .unwrap();
     let lease = Lease::new(&holder_client, "lease", "holder")
@@ -127,7 +125,7 @@ async fn renewal_survives_a_mosquitto_restart() {
     // The watcher's observation is restored, then renewals go on; the lease never changed
     // state meanwhile.
     loop {
-        match support::next_event(&mut changes).await {
+        match kit::next_event(&mut changes).await {
             Some(KeyEvent::Resynced { value }) => {
                 assert_eq!(value.map(|v| v.value), Some("holder".into()));
                 break;

@@ -1,8 +1,6 @@
 //! Leases against a scripted service whose replies the test holds back: the interleavings of
 //! a renewal, an acquisition and a release that a real service only produces by chance.
 
-mod support;
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,19 +10,19 @@ use std::time::Duration;
 use statestore::lease::{Lease, LeaseState, Loss, LossReason};
 use statestore::protocol::Request;
 use statestore::{Client, Error};
-use support::sat_broker::SatBroker;
-use support::scripted::{Gate, Received, Reply, Scripted};
-use support::within;
+use statestore_testkit as kit;
+use statestore_testkit::scripted::{Gate, Received, Reply, Scripted};
+use statestore_testkit::{within, SatBroker};
 
 const TS: &str = "1700000000000:0:StateStore";
 
 async fn start(
     script: impl Fn(&Received) -> Option<Reply> + Send + Sync + 'static,
 ) -> (SatBroker, Scripted, Client) {
-    let broker = SatBroker::start().await;
+    let broker = SatBroker::start().await.expect("SAT broker");
     let service = Scripted::start(broker.addr(), script).await;
     // Calls wait far longer than the TTLs used here: only the gates decide when they end.
-    let options = support::options(broker.addr()).default_timeout(Duration::from_secs(45));
+    let options = kit::options(broker.addr()).default_timeout(Duration::from_secs(45));
     let client = Client::connect(options).await.expect("connect");
     (broker, service, client)
 }

@@ -1,18 +1,17 @@
 //! Locks and guards against the embedded state store: try, wait, timeout, release on drop,
 //! loss, and the acquire-and-update helper.
 
-mod support;
-
 use std::time::Duration;
 
 use statestore::lease::{LeaseState, Lock, LossReason};
 use statestore::{Error, KeyEvent, ServiceError, SetOptions};
+use statestore_testkit as kit;
 
 const TTL: Duration = Duration::from_secs(5);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lock_is_not_taken_and_is_free_again_after_release() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lock = Lock::new(&client, "lock", TTL).unwrap();
     let guard = lock.try_lock().await.unwrap().expect("free");
     assert!(guard.is_held());
@@ -30,8 +29,8 @@ async fn a_held_lock_is_not_taken_and_is_free_again_after_release() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_guard_releases_the_lock_and_wakes_a_waiter() {
-    let (server, client) = support::embedded().await;
-    let other = support::client(&server).await;
+    let (server, client) = kit::embedded_with_client().await;
+    let other = kit::client(&server).await;
     let lock = Lock::new(&client, "lock", TTL).unwrap();
     let guard = lock.lock().await.unwrap();
     let first_token = guard.fencing_token().clone();
@@ -46,7 +45,7 @@ async fn dropping_the_guard_releases_the_lock_and_wakes_a_waiter() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_stops_at_the_timeout() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lock = Lock::new(&client, "lock", TTL).unwrap();
     let _guard = lock.lock().await.unwrap();
     let waiting = lock.clone().timeout(Duration::from_millis(200));
@@ -63,8 +62,8 @@ async fn waiting_stops_at_the_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guard_without_renewal_loses_the_lock_after_its_ttl() {
-    let (server, client) = support::embedded().await;
-    let other = support::client(&server).await;
+    let (server, client) = kit::embedded_with_client().await;
+    let other = kit::client(&server).await;
     let ttl = Duration::from_millis(400);
     let lock = Lock::new(&client, "lock", ttl).unwrap().auto_renew(false);
     let guard = lock.lock().await.unwrap();
@@ -89,7 +88,7 @@ async fn a_guard_without_renewal_loses_the_lock_after_its_ttl() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn update_reads_writes_with_the_token_and_deletes_on_none() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lock = Lock::new(&client, "lock", TTL).unwrap();
     let mut seen = Vec::new();
     let written = lock
@@ -129,7 +128,7 @@ async fn update_reads_writes_with_the_token_and_deletes_on_none() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn update_refuses_bad_keys_without_taking_the_lock() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lock = Lock::new(&client, "lock", TTL).unwrap();
     for key in ["", "lock"] {
         assert!(matches!(
@@ -150,7 +149,7 @@ async fn update_refuses_bad_keys_without_taking_the_lock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guard_reports_its_state_until_released() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lock = Lock::new(&client, "lock", TTL).unwrap();
     let guard = lock.lock().await.unwrap();
     assert_eq!(
@@ -166,7 +165,7 @@ async fn a_guard_reports_its_state_until_released() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_phase_update_holds_the_lock_between_read_and_write() {
-    let (_server, client) = support::embedded().await;
+    let (_server, client) = kit::embedded_with_client().await;
     let lock = Lock::new(&client, "lock", TTL).unwrap();
     client
         .set("counter", "41", SetOptions::default())

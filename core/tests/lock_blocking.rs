@@ -1,25 +1,15 @@
 //! The blocking lock, from plain threads: eight threads (one client each) updating one
 //! counter, and guards that release on drop.
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use statestore::blocking::{Client, Lock};
 use statestore::lease::LeaseState;
-use statestore_server::testing;
+use statestore_testkit as kit;
 
 const TTL: Duration = Duration::from_secs(2);
-
-fn host() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn number(value: Option<bytes::Bytes>) -> u64 {
     value
@@ -31,12 +21,12 @@ fn number(value: Option<bytes::Bytes>) -> u64 {
 fn eight_threads_update_one_counter_under_the_lock() {
     const THREADS: usize = 8;
     const ROUNDS: usize = 10;
-    let host = host();
-    let server = host.block_on(testing::embedded());
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
     let holders = Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..THREADS)
         .map(|_| {
-            let client = Client::connect(support::options(server.local_addr())).unwrap();
+            let client = Client::connect(kit::options(server.local_addr())).unwrap();
             let holders = holders.clone();
             std::thread::spawn(move || {
                 let lock = Lock::new(&client, "lock", TTL).unwrap();
@@ -56,7 +46,7 @@ fn eight_threads_update_one_counter_under_the_lock() {
     for thread in threads {
         thread.join().unwrap();
     }
-    let reader = Client::connect(support::options(server.local_addr())).unwrap();
+    let reader = Client::connect(kit::options(server.local_addr())).unwrap();
     assert_eq!(
         number(reader.get("counter").unwrap().map(|v| v.value)),
         (THREADS * ROUNDS) as u64
@@ -65,9 +55,9 @@ fn eight_threads_update_one_counter_under_the_lock() {
 
 #[test]
 fn a_dropped_guard_frees_the_lock_for_a_waiting_thread() {
-    let host = host();
-    let server = host.block_on(testing::embedded());
-    let client = Client::connect(support::options(server.local_addr())).unwrap();
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
+    let client = Client::connect(kit::options(server.local_addr())).unwrap();
     let lock = Lock::new(&client, "lock", TTL).unwrap();
     let guard = lock.lock().unwrap();
     assert!(guard.is_held());
@@ -84,9 +74,9 @@ fn a_dropped_guard_frees_the_lock_for_a_waiting_thread() {
 
 #[test]
 fn a_guard_without_renewal_expires() {
-    let host = host();
-    let server = host.block_on(testing::embedded());
-    let client = Client::connect(support::options(server.local_addr())).unwrap();
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
+    let client = Client::connect(kit::options(server.local_addr())).unwrap();
     let lock = Lock::new(&client, "lock", Duration::from_millis(300))
         .unwrap()
         .auto_renew(false);
@@ -99,9 +89,9 @@ fn a_guard_without_renewal_expires() {
 
 #[test]
 fn an_update_function_that_waits_for_its_own_lock_fails_at_once() {
-    let host = host();
-    let server = host.block_on(testing::embedded());
-    let client = Client::connect(support::options(server.local_addr())).unwrap();
+    let host = kit::host();
+    let server = host.block_on(kit::embedded());
+    let client = Client::connect(kit::options(server.local_addr())).unwrap();
     let lock = Lock::new(&client, "lock", TTL).unwrap();
     let same = Lock::new(&client, "lock", TTL).unwrap();
     let written = lock

@@ -1,8 +1,6 @@
 //! Many clients contending for one lock: never two holders at once, fencing tokens that only
 //! grow, and a counter incremented under the lock that counts every increment.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,7 +8,7 @@ use std::time::Duration;
 
 use statestore::lease::Lock;
 use statestore::{Client, Hlc, SetOptions};
-use statestore_server::testing;
+use statestore_testkit as kit;
 use tokio::task::JoinSet;
 
 const CLIENTS: usize = 8;
@@ -25,7 +23,7 @@ fn number(value: Option<bytes::Bytes>) -> u64 {
 async fn clients(addr: SocketAddr) -> Vec<Client> {
     let mut clients = Vec::new();
     for _ in 0..CLIENTS {
-        clients.push(Client::connect(support::options(addr)).await.unwrap());
+        clients.push(Client::connect(kit::options(addr)).await.unwrap());
     }
     clients
 }
@@ -83,7 +81,7 @@ async fn contend_with_guards(addr: SocketAddr, rounds: usize) {
     while let Some(result) = tasks.join_next().await {
         result.unwrap();
     }
-    let reader = Client::connect(support::options(addr)).await.unwrap();
+    let reader = Client::connect(kit::options(addr)).await.unwrap();
     let total = number(reader.get("counter").await.unwrap().map(|v| v.value));
     assert_eq!(total, (CLIENTS * rounds) as u64);
     assert_eq!(reader.get("lock").await.unwrap(), None, "the lock is free");
@@ -91,20 +89,20 @@ async fn contend_with_guards(addr: SocketAddr, rounds: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_clients_never_hold_the_lock_together() {
-    let server = testing::embedded().await;
+    let server = kit::embedded().await;
     contend_with_guards(server.local_addr(), 25).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_clients_never_hold_the_lock_together_through_mosquitto() {
-    let (_broker, server) = testing::on_mosquitto().await;
+    let (_broker, server) = kit::on_mosquitto().await;
     contend_with_guards(server.local_addr(), 5).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_under_contention_count_every_increment() {
     const ROUNDS: usize = 15;
-    let server = testing::embedded().await;
+    let server = kit::embedded().await;
     let mut tasks = JoinSet::new();
     for client in clients(server.local_addr()).await {
         tasks.spawn(async move {
@@ -127,7 +125,7 @@ async fn updates_under_contention_count_every_increment() {
     written.sort_unstable();
     let expected: Vec<u64> = (1..=(CLIENTS * ROUNDS) as u64).collect();
     assert_eq!(written, expected, "every increment wrote a distinct value");
-    let reader = support::client(&server).await;
+    let reader = kit::client(&server).await;
     let total = number(reader.get("counter").await.unwrap().map(|v| v.value));
     assert_eq!(total, (CLIENTS * ROUNDS) as u64);
 }

@@ -5,12 +5,11 @@
 //! One test in its own binary: fork copies only the calling thread, so nothing else should
 //! be running in this process.
 
-mod support;
-
 use std::time::Duration;
 
 use statestore::blocking::{Client, Election};
 use statestore::Error;
+use statestore_testkit as kit;
 
 /// Exit codes of the child, one per check.
 const OK: i32 = 0;
@@ -25,8 +24,8 @@ fn inherited_observations_fail_in_a_forked_child() {
         .enable_all()
         .build()
         .unwrap();
-    let server = host.block_on(statestore_server::testing::embedded());
-    let parent = Client::connect(support::options(server.local_addr())).unwrap();
+    let server = host.block_on(kit::embedded());
+    let parent = Client::connect(kit::options(server.local_addr())).unwrap();
     let mut observation = parent.observe("k").unwrap();
     let election = Election::new(&parent, "leader", "parent", Duration::from_secs(30)).unwrap();
     let mut leadership = election.observe().unwrap();
@@ -67,8 +66,5 @@ fn inherited_observations_fail_in_a_forked_child() {
     parent
         .set("k", "v", statestore::SetOptions::default())
         .unwrap();
-    assert!(observation
-        .next_timeout(support::DEADLINE)
-        .unwrap()
-        .is_some());
+    assert!(observation.next_timeout(kit::DEADLINE).unwrap().is_some());
 }

@@ -2,26 +2,23 @@
 //! slow key must not hold up the others, and no registration is left on the service without
 //! an observer.
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
 use statestore::protocol::Request;
 use statestore::{Client, Error};
-use support::proxy::Proxy;
-use support::sat_broker::SatBroker;
-use support::scripted::{Gate, Received, Reply, Scripted};
-use support::within;
+use statestore_testkit as kit;
+use statestore_testkit::scripted::{Gate, Received, Reply, Scripted};
+use statestore_testkit::{within, Proxy, SatBroker};
 
 async fn start(
     default_timeout: Duration,
     script: impl Fn(&Received) -> Option<Reply> + Send + Sync + 'static,
 ) -> (SatBroker, Scripted, Client) {
-    let broker = SatBroker::start().await;
+    let broker = SatBroker::start().await.expect("SAT broker");
     let service = Scripted::start(broker.addr(), script).await;
-    let options = support::options(broker.addr()).default_timeout(default_timeout);
+    let options = kit::options(broker.addr()).default_timeout(default_timeout);
     let client = Client::connect(options).await.expect("connect");
     (broker, service, client)
 }
@@ -95,7 +92,7 @@ async fn an_observe_with_an_unknown_outcome_is_stopped() {
 #[tokio::test]
 async fn a_stop_waits_for_the_re_registration_in_flight() {
     let re_registration = Gate::new();
-    let broker = SatBroker::start().await;
+    let broker = SatBroker::start().await.expect("SAT broker");
     let service = Scripted::start(broker.addr(), {
         let re_registration = re_registration.clone();
         let registrations = AtomicUsize::new(0);
@@ -108,8 +105,8 @@ async fn a_stop_waits_for_the_re_registration_in_flight() {
         }
     })
     .await;
-    let proxy = Proxy::start(broker.addr()).await;
-    let options = support::options(proxy.addr()).default_timeout(Duration::from_secs(45));
+    let proxy = Proxy::start(broker.addr()).await.expect("proxy");
+    let options = kit::options(proxy.addr()).default_timeout(Duration::from_secs(45));
     let client = Client::connect(options).await.expect("connect");
     let observation = client.observe("k").await.unwrap();
     proxy.cut();

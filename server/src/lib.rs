@@ -4,7 +4,6 @@
 //! - [`engine`]: the state machine, with no I/O.
 //! - [`Server`]: the engine served over MQTT, either with an embedded MQTT 5 broker
 //!   ([`Mode::Embedded`], the default) or attached to an existing broker ([`Mode::External`]).
-//! - [`testing`]: helpers for tests (an embedded server on a free port, a real Mosquitto).
 //! - [`cli`]: the `statestore-server` command line, reusable by other binaries.
 //!
 //! ```no_run
@@ -35,8 +34,6 @@ mod persist;
 mod server;
 #[cfg(feature = "service")]
 mod service;
-#[cfg(feature = "service")]
-pub mod testing;
 
 #[cfg(feature = "service")]
 pub use config::{

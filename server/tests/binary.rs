@@ -6,7 +6,6 @@ mod support;
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::wire::{bulk, resp};
 use support::{unique, Probe};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -45,16 +44,7 @@ fn address(line: &str, kind: &str) -> std::net::SocketAddr {
 }
 
 async fn serves(addr: std::net::SocketAddr) {
-    let mut probe = Probe::connect(addr, &unique("bin")).await;
-    let key = unique("key");
-    probe
-        .request(&resp(&[b"SET", key.as_bytes(), b"v"]))
-        .await
-        .expect(b"+OK\r\n");
-    probe
-        .request(&resp(&[b"GET", key.as_bytes()]))
-        .await
-        .expect(&bulk(b"v"));
+    Probe::connect(addr, &unique("bin")).await.serves().await;
 }
 
 async fn stops_cleanly_on(mut child: Child, mut stdout: Stdout, signal: libc::c_int) {
@@ -79,7 +69,7 @@ async fn embedded_binary_serves_and_stops_on_sigterm() {
 
 #[tokio::test]
 async fn external_binary_serves_and_stops_on_sigint() {
-    let broker = statestore_server::testing::Mosquitto::start().expect("mosquitto");
+    let broker = statestore_testkit::Mosquitto::start().expect("mosquitto");
     let url = format!("mqtt://127.0.0.1:{}", broker.port());
     let (child, line, stdout) = start(&[
         "--broker",

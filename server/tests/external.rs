@@ -5,23 +5,12 @@ mod support;
 
 use std::time::Duration;
 
-use statestore_server::testing::Mosquitto;
-use statestore_server::{Mode, Server, ServerConfig};
 use support::wire::{bulk, resp};
 use support::{unique, Probe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serves_again_after_the_broker_restarts() {
-    let mut broker = Mosquitto::start().expect("mosquitto");
-    let server = Server::start(ServerConfig {
-        mode: Mode::External {
-            host: "127.0.0.1".to_owned(),
-            port: broker.port(),
-        },
-        ..ServerConfig::default()
-    })
-    .await
-    .expect("attached");
+    let (mut broker, server) = statestore_testkit::on_mosquitto().await;
     let key = unique("key");
     let mut before = Probe::connect(broker.addr(), &unique("before")).await;
     before

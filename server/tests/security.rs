@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 
 use statestore_server::{Credentials, Mode, Server, ServerConfig, TlsFiles};
 use support::probe::Login;
-use support::wire::{bulk, resp};
 use support::{unique, Probe};
 
 fn credentials() -> Credentials {
@@ -14,18 +13,6 @@ fn credentials() -> Credentials {
         username: "alice".to_owned(),
         password: "s3cret".to_owned(),
     }
-}
-
-async fn serves(probe: &mut Probe) {
-    let key = unique("key");
-    probe
-        .request(&resp(&[b"SET", key.as_bytes(), b"v"]))
-        .await
-        .expect(b"+OK\r\n");
-    probe
-        .request(&resp(&[b"GET", key.as_bytes()]))
-        .await
-        .expect(&bulk(b"v"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -53,35 +40,23 @@ async fn embedded_broker_with_a_password_refuses_anonymous_and_wrong_logins() {
     let mut probe = Probe::connect_with(addr, &unique("alice"), &right)
         .await
         .expect("the right password is accepted");
-    serves(&mut probe).await;
+    probe.serves().await;
     server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_broker_serves_over_tls() {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .expect("certificate");
     let dir = tempfile::tempdir().expect("temp dir");
-    let cert = dir.path().join("cert.pem");
-    let key = dir.path().join("key.pem");
-    std::fs::write(&cert, certified.cert.pem()).expect("write cert");
-    std::fs::write(&key, certified.signing_key.serialize_pem()).expect("write key");
-    let server = Server::start(ServerConfig {
-        tls: Some(TlsFiles { cert, key }),
-        ..ServerConfig::default()
-    })
-    .await
-    .expect("starts with TLS");
+    let (server, ca) = statestore_testkit::tls::embedded_over_tls(dir.path()).await;
     let addr: SocketAddr = server.local_addr();
     let tls = Login {
-        tls_ca: Some(certified.cert.pem().into_bytes()),
+        tls_ca: Some(ca.into_bytes()),
         ..Login::default()
     };
     let mut probe = Probe::connect_with(addr, &unique("tls"), &tls)
         .await
         .expect("TLS client connects");
-    serves(&mut probe).await;
+    probe.serves().await;
     // The listener speaks only TLS.
     assert!(
         Probe::connect_with(addr, &unique("plain"), &Login::default())
@@ -119,10 +94,7 @@ async fn tls_files_are_refused_in_external_mode_and_missing_files_fail_to_start(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn external_mode_fails_fast_when_no_broker_listens() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
+    let port = statestore_testkit::free_port().expect("free port");
     let result = Server::start(ServerConfig {
         mode: Mode::External {
             host: "127.0.0.1".to_owned(),

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use plotters::style::RGBColor;
 
-use super::report::BindingResult;
+use super::result::BindingResult;
 use super::{Flavour, Test};
 use crate::report::plot::{self, distinct, Chart, Point};
 use crate::scenario::Op;

@@ -4,8 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::report::BindingResult;
-use super::runner::Probe;
+use super::result::{BindingResult, Probe};
 use super::{Flavour, Test};
 use crate::scenario::{size_label, Broker, Op};
 

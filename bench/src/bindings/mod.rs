@@ -12,6 +12,7 @@
 pub mod chart;
 pub mod markdown;
 pub mod report;
+pub mod result;
 pub mod runner;
 pub mod rust_driver;
 pub mod targets;

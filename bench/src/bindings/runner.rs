@@ -6,13 +6,11 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde::Deserialize;
-use statestore_server::testing::Mosquitto;
+use statestore_testkit::Mosquitto;
 use tokio::process::Command;
 
-use super::report::BindingResult;
+use super::result::{BindingResult, DriverOutput, Probe};
 use super::{BindingsProfile, DriverArgs, Flavour, Item, Language, Test};
-use crate::drivers::memory::MemoryTrace;
 use crate::figures::mib;
 use crate::resources;
 use crate::scenario::Broker;
@@ -81,54 +79,6 @@ impl Tools {
         command.arg("--flavour").arg(flavour.driver_name());
         Ok(command)
     }
-}
-
-/// What a driver prints after `RESULT `.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct DriverOutput {
-    /// Probe: the flavour can run.
-    pub ok: Option<bool>,
-    /// Probe: the package's version.
-    pub version: Option<String>,
-    /// Why the flavour cannot run here.
-    pub unavailable: Option<String>,
-    /// Why the run failed.
-    pub error: Option<String>,
-    /// Measured operations (calls of the boundary test).
-    pub ops: Option<u64>,
-    /// Failed operations.
-    pub errors: Option<u64>,
-    /// Measuring time.
-    pub elapsed_s: Option<f64>,
-    /// Throughput.
-    pub ops_per_sec: Option<f64>,
-    /// Median latency, µs.
-    pub p50_us: Option<f64>,
-    /// 99th percentile, µs.
-    pub p99_us: Option<f64>,
-    /// Largest latency, µs.
-    pub max_us: Option<f64>,
-    /// CPU of the driver process per operation, µs.
-    pub cpu_us_per_op: Option<f64>,
-    /// CPU of the service process per operation, µs.
-    pub service_cpu_us_per_op: Option<f64>,
-    /// Peak resident memory of the driver, MiB.
-    pub peak_rss_mb: Option<f64>,
-    /// Boundary test: ns per failing call.
-    pub ns_per_call: Option<f64>,
-    /// Memory test: the trace.
-    pub memory: Option<MemoryTrace>,
-}
-
-/// The outcome of probing one flavour.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Probe {
-    /// The flavour.
-    pub flavour: Flavour,
-    /// The package's version when available.
-    pub version: Option<String>,
-    /// Why it is unavailable.
-    pub unavailable: Option<String>,
 }
 
 const RESULT_PREFIX: &str = "RESULT ";

@@ -210,7 +210,7 @@ fn boundary(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::runner::DriverOutput;
+    use crate::bindings::result::DriverOutput;
     use crate::figures::{Figures, Measurement, Outcome};
 
     #[test]

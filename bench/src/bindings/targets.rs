@@ -1,7 +1,7 @@
 //! The targets of the bindings issue, checked against a bindings run's figures. The run
 //! reports them; nothing asserts them.
 
-use super::report::BindingResult;
+use super::result::BindingResult;
 use super::Flavour;
 use crate::report::targets::{check, Checked, TargetCheck};
 

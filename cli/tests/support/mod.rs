@@ -4,9 +4,9 @@
 use std::ffi::{OsStr, OsString};
 use std::net::SocketAddr;
 use std::process::{Output, Stdio};
-use std::time::Duration;
 
 use serde_json::Value as Json;
+use statestore_testkit::within;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
@@ -25,9 +25,6 @@ pub mod status {
     pub const NOT_EXECUTABLE: i32 = 126;
     pub const COMMAND_NOT_FOUND: i32 = 127;
 }
-
-/// How long a test waits for an expected line before it fails as stuck.
-const STUCK: Duration = Duration::from_secs(60);
 
 /// The tool pointed at a broker: connection flags go right after the subcommand.
 #[derive(Debug, Clone, Copy)]
@@ -92,9 +89,8 @@ pub async fn finish(mut command: Command, stdin: &[u8]) -> Output {
     let mut input = child.stdin.take().expect("piped stdin");
     input.write_all(stdin).await.expect("write stdin");
     drop(input);
-    tokio::time::timeout(STUCK, child.wait_with_output())
+    within("end of statestore", child.wait_with_output())
         .await
-        .expect("statestore did not end within a minute")
         .expect("wait for statestore")
 }
 
@@ -157,14 +153,11 @@ impl Running {
         }
     }
 
-    /// The next line of stdout (panics at the end of it, or if none comes for a minute: a
-    /// hung test should fail with a message, not hang CI).
+    /// The next line of stdout (panics at the end of it, or if none comes within the kit's
+    /// deadline: a hung test should fail with a message, not hang CI).
     pub async fn line(&mut self) -> String {
-        let next = tokio::time::timeout(STUCK, self.lines.next_line()).await;
-        match next
-            .expect("no line on stdout for a minute")
-            .expect("read stdout")
-        {
+        let next = within("line on the tool's stdout", self.lines.next_line()).await;
+        match next.expect("read stdout") {
             Some(line) => line,
             None => panic!("stdout ended; {}", self.stderr_so_far().await),
         }
@@ -184,7 +177,7 @@ impl Running {
     }
 
     /// Waits for the end: status, the rest of stdout, and stderr (fails if the tool is still
-    /// running after a minute).
+    /// running after the kit's deadline).
     pub async fn finish(mut self) -> (Option<i32>, Vec<String>, String) {
         let ending = async {
             let mut rest = Vec::new();
@@ -198,9 +191,7 @@ impl Running {
                 String::from_utf8_lossy(&output.stderr).into_owned(),
             )
         };
-        tokio::time::timeout(STUCK, ending)
-            .await
-            .expect("the tool did not end within a minute")
+        within("end of the tool", ending).await
     }
 
     async fn stderr_so_far(&mut self) -> String {

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use statestore::ConnectOptions;
-use statestore_server::Server;
+use statestore_server::{Server, ServerConfig};
 
 /// Connection options, and the in-process server when one was started (keep it alive).
 pub struct Target {
@@ -28,7 +28,7 @@ pub async fn target() -> Result<Target, Box<dyn std::error::Error>> {
             server: None,
         });
     }
-    let server = statestore_server::testing::embedded().await;
+    let server = Server::start(ServerConfig::default()).await?;
     let address = server.local_addr();
     println!("(no broker given: using an in-process state store on {address})");
     Ok(Target {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
-use super::observe::KeyEvent;
+use super::types::KeyEvent;
 
 /// Bytes of events (values plus a fixed cost each) one observation may hold unconsumed.
 pub const LIMIT: usize = 16 << 20;

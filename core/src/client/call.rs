@@ -9,6 +9,7 @@ use rumqttc::v5::mqttbytes::QoS;
 use super::envelope::{self, RequestMeta};
 use super::in_flight::Reply;
 use super::shared::Shared;
+use super::types::Value;
 use super::validate;
 use crate::protocol::{topics, Hlc, Request, Response};
 use crate::{Error, Result};
@@ -35,7 +36,7 @@ pub(crate) struct Answer {
 impl Shared {
     /// Sends `invocation` and waits for its response, at most the invocation's timeout.
     pub(crate) async fn call(&self, invocation: Invocation<'_>) -> Result<Answer> {
-        crate::blocking::ensure_created_here(self.pid, "client")?;
+        crate::runtime::ensure_created_here(self.pid, "client")?;
         let timeout = validate::timeout(invocation.timeout.unwrap_or(self.default_timeout))?;
         let payload = invocation.request.encode();
         match tokio::time::timeout(timeout, self.attempts(&invocation, &payload, timeout)).await {
@@ -111,4 +112,32 @@ impl Shared {
             }
         }
     }
+}
+
+/// A GET of `key`: a read, so sent again when the connection is lost with it in flight.
+pub(crate) fn invoke_get(key: Bytes, timeout: Option<Duration>) -> Invocation<'static> {
+    Invocation {
+        request: Request::Get { key },
+        fencing_token: None,
+        persist: false,
+        timeout,
+        idempotent: true,
+    }
+}
+
+/// The value a GET answered, `None` for an absent key.
+pub(crate) fn value_of(answer: Answer) -> Result<Option<Value>> {
+    match answer.response {
+        Response::Nil => Ok(None),
+        Response::Value(value) => Ok(Some(Value {
+            value,
+            version: answer.version,
+        })),
+        other => Err(unexpected("GET", &other)),
+    }
+}
+
+/// The error for a response that does not fit the request `verb`.
+pub(crate) fn unexpected(verb: &str, response: &Response) -> Error {
+    Error::UnexpectedPayload(format!("unexpected answer to {verb}: {response:?}"))
 }

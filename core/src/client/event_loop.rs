@@ -19,10 +19,10 @@ use tokio::sync::{mpsc, watch};
 use super::backoff::Backoff;
 use super::envelope;
 use super::in_flight::Reply;
-use super::observe::KeyEvent;
 use super::options::MQTT_MAX_PACKET_SIZE;
 use super::session::SessionEvent;
 use super::shared::{LinkState, Shared};
+use super::types::KeyEvent;
 use crate::protocol::Notification;
 
 /// How long a clean shutdown waits for the DISCONNECT to be written.

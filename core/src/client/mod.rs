@@ -9,6 +9,7 @@ mod envelope;
 mod event_loop;
 mod in_flight;
 mod observe;
+mod observers;
 mod options;
 mod scan;
 mod session;
@@ -25,22 +26,23 @@ use bytes::Bytes;
 use rumqttc::v5::AsyncClient;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 
 pub use backlog::LIMIT as OBSERVATION_QUEUE_LIMIT;
-pub use observe::{KeyEvent, Observation};
+pub use observe::Observation;
 pub use options::{
     Authentication, ConnectOptions, ReconnectPolicy, TlsOptions, DEFAULT_TIMEOUT,
     DEFAULT_TOKEN_CHECK_INTERVAL, MQTT_MAX_PACKET_SIZE,
 };
 pub use scan::Keys;
-pub use types::{DeleteOptions, DeleteOutcome, DeleteResult, SetOptions, SetResult, Value};
+pub use types::{
+    DeleteOptions, DeleteOutcome, DeleteResult, KeyEvent, SetOptions, SetResult, Value,
+};
 
 use crate::protocol::{Request, Response, SetFlags};
 use crate::{Error, Result};
-use call::{Answer, Invocation};
+use call::{invoke_get, unexpected, value_of, Invocation};
 use event_loop::EventLoopTask;
-use shared::{LinkState, Shared};
+use shared::{ClientInner, LinkState, Shared};
 
 /// Capacity of rumqttc's request channel: callers wait (within their timeout) when it is full.
 const REQUEST_CHANNEL_CAPACITY: usize = 1024;
@@ -60,17 +62,6 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<ClientInner>,
-}
-
-struct ClientInner {
-    shared: Arc<Shared>,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
-}
-
-impl Drop for ClientInner {
-    fn drop(&mut self) {
-        self.shared.shutdown();
-    }
 }
 
 impl std::fmt::Debug for Client {
@@ -318,7 +309,7 @@ impl Client {
     pub async fn observe(&self, key: impl Into<Bytes>) -> Result<Observation> {
         let key = key.into();
         validate::key(&key)?;
-        self.bounded(observe::observe(self, key)).await
+        self.bounded(observe::observe(&self.inner, key)).await
     }
 
     /// Ends every observation of `key` on this client (their streams end) and stops its
@@ -332,6 +323,24 @@ impl Client {
         }
         self.bounded(observe::unobserve(&self.inner.shared, key))
             .await
+    }
+
+    /// The keys matching a glob `pattern`, fetched page by page as they are consumed (no
+    /// request is sent before the first key is asked for).
+    ///
+    /// Patterns follow the service's dialect (the Rust `glob` crate's `Pattern`): `*`, `?`,
+    /// `[abc]`, `[a-z]`; `[!0-9]` negates (`[^0-9]` does not: `^` is a member); `[*]` matches a
+    /// literal `*`; a backslash is no escape. `*` lists every key; `user:*` the keys starting
+    /// with `user:`. An empty pattern is [`Error::InvalidArgument`]; a pattern the service
+    /// rejects (an unclosed `[`) fails with its error. Needs a service that knows `SCAN`
+    /// (newer versions).
+    pub fn keys(&self, pattern: impl Into<Bytes>) -> Result<Keys> {
+        Keys::new(&self.inner, pattern.into())
+    }
+
+    /// Every key matching `pattern` (see [`Client::keys`]), collected.
+    pub async fn keys_all(&self, pattern: impl Into<Bytes>) -> Result<Vec<Bytes>> {
+        self.keys(pattern)?.collect_all().await
     }
 
     /// Runs `cleanup` in the background; [`Client::close`] waits for it (bounded).
@@ -360,7 +369,7 @@ impl Client {
     /// In a forked child, a client of the parent fails with [`Error::Runtime`] at once: its
     /// connection and tasks stayed in the parent, which this must not disturb.
     pub async fn close(&self) -> Result<()> {
-        crate::blocking::ensure_created_here(self.inner.shared.pid, "client")?;
+        crate::runtime::ensure_created_here(self.inner.shared.pid, "client")?;
         let _ = tokio::time::timeout(CLOSE_GRACE, self.inner.shared.cleanups_done()).await;
         self.inner.shared.shutdown();
         let tasks =
@@ -376,29 +385,4 @@ impl Client {
     pub fn is_closed(&self) -> bool {
         self.inner.shared.is_closed()
     }
-}
-
-fn invoke_get(key: Bytes, timeout: Option<Duration>) -> Invocation<'static> {
-    Invocation {
-        request: Request::Get { key },
-        fencing_token: None,
-        persist: false,
-        timeout,
-        idempotent: true,
-    }
-}
-
-fn value_of(answer: Answer) -> Result<Option<Value>> {
-    match answer.response {
-        Response::Nil => Ok(None),
-        Response::Value(value) => Ok(Some(Value {
-            value,
-            version: answer.version,
-        })),
-        other => Err(unexpected("GET", &other)),
-    }
-}
-
-fn unexpected(verb: &str, response: &Response) -> Error {
-    Error::UnexpectedPayload(format!("unexpected answer to {verb}: {response:?}"))
 }

@@ -1,10 +1,8 @@
 //! Key notifications: observations, the shared KEYNOTIFY registrations behind them, and their
 //! renewal after every reconnect.
 
-use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -12,38 +10,14 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::backlog::{self, Backlog};
-use super::call::Invocation;
-use super::shared::Shared;
-use super::types::Value;
-use super::Client;
-use crate::protocol::{Hlc, Request, Response};
+use super::call::{invoke_get, value_of, Invocation};
+use super::observers::Overflow;
+use super::shared::{ClientInner, Shared};
+use super::types::KeyEvent;
+use crate::protocol::{Request, Response};
 use crate::{runtime, Error, Result};
 
-/// A change to an observed key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KeyEvent {
-    /// The key was set to `value`.
-    Set {
-        /// The new value.
-        value: Bytes,
-        /// The key's new version, if the service sent one.
-        version: Option<Hlc>,
-    },
-    /// The key was deleted, or it expired.
-    Delete {
-        /// The key's version, if the service sent one.
-        version: Option<Hlc>,
-    },
-    /// The connection was re-established and the observation re-registered. Changes made while
-    /// the client was disconnected were not notified; `value` is the key's state read after
-    /// re-registering (`None`: the key does not exist).
-    Resynced {
-        /// The current value, or `None` if the key is absent.
-        value: Option<Value>,
-    },
-}
-
-/// The notifications of one key, from [`Client::observe`].
+/// The notifications of one key, from [`Client::observe`](super::Client::observe).
 ///
 /// Consume it as an async stream ([`Observation::next`] or [`futures_core::Stream`]) or, from
 /// a plain thread, with [`Observation::next_timeout`]. It ends (`None` / [`Error::Closed`])
@@ -58,7 +32,8 @@ pub struct Observation {
     id: u64,
     events: mpsc::UnboundedReceiver<KeyEvent>,
     backlog: Arc<Backlog>,
-    client: Client,
+    /// Keeps the client's connection open.
+    client: Arc<ClientInner>,
     /// The process the observation was created in: its events do not cross `fork`.
     pid: u32,
 }
@@ -122,7 +97,7 @@ impl Observation {
 impl Observation {
     /// Fails with [`Error::Runtime`] in a child forked after the observation was created.
     pub(crate) fn ensure_created_here(&self) -> Result<()> {
-        crate::blocking::ensure_created_here(self.pid, "observation")
+        runtime::ensure_created_here(self.pid, "observation")
     }
 }
 
@@ -137,7 +112,7 @@ impl futures_core::Stream for Observation {
 
 impl Drop for Observation {
     fn drop(&mut self) {
-        let shared = &self.client.inner.shared;
+        let shared = &self.client.shared;
         if shared.observers.remove(&self.key, self.id) && !shared.is_closed() {
             let key = self.key.clone();
             // Drop cannot wait for the broker: the STOP goes out in the background.
@@ -149,19 +124,6 @@ impl Drop for Observation {
             });
         }
     }
-}
-
-struct Observer {
-    id: u64,
-    events: mpsc::UnboundedSender<KeyEvent>,
-    backlog: Arc<Backlog>,
-}
-
-/// An observer whose queue overflowed: it gets a resync once it has consumed its queue.
-pub(crate) struct Overflow {
-    key: Bytes,
-    events: mpsc::UnboundedSender<KeyEvent>,
-    backlog: Arc<Backlog>,
 }
 
 impl Overflow {
@@ -178,8 +140,8 @@ impl Overflow {
         self.backlog.clear_overflow();
         let mut delay = Duration::from_millis(100);
         while !self.events.is_closed() && !shared.is_closed() {
-            let read = shared.call(super::invoke_get(self.key.clone(), None)).await;
-            match read.and_then(super::value_of) {
+            let read = shared.call(invoke_get(self.key.clone(), None)).await;
+            match read.and_then(value_of) {
                 Ok(value) => {
                     let event = KeyEvent::Resynced { value };
                     self.backlog.force(backlog::cost(&event));
@@ -196,176 +158,6 @@ impl Overflow {
                 }
             }
         }
-    }
-}
-
-/// The receiving side of an observer: its queue and the queue's bound.
-type Receiving = (mpsc::UnboundedReceiver<KeyEvent>, Arc<Backlog>);
-
-/// The observations of every key; a key is registered with the service while it has any.
-#[derive(Default)]
-pub(crate) struct Observers {
-    keys: Mutex<Keys>,
-    next_id: AtomicU64,
-    /// Serialises the registrations, stops and re-registrations of each key, so that a STOP
-    /// never overtakes a newer KEYNOTIFY. Per key: a slow answer for one key holds up no other.
-    registrations: KeyLocks,
-}
-
-/// One async lock per key, present while someone holds or waits for it.
-#[derive(Default)]
-struct KeyLocks {
-    locks: Mutex<HashMap<Bytes, KeyLock>>,
-}
-
-/// A key's lock and how many hold or wait for it.
-type KeyLock = (Arc<tokio::sync::Mutex<()>>, usize);
-
-/// Holds (or, while [`KeyLocks::lock`] waits, reserves) one key's lock.
-struct KeyGuard<'a> {
-    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
-    locks: &'a KeyLocks,
-    key: Bytes,
-}
-
-impl KeyLocks {
-    fn with<R>(&self, f: impl FnOnce(&mut HashMap<Bytes, KeyLock>) -> R) -> R {
-        // Each critical section is a single map operation: a poisoned lock is still usable.
-        f(&mut self.locks.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    async fn lock(&self, key: &Bytes) -> KeyGuard<'_> {
-        let lock = self.with(|locks| {
-            let (lock, users) = locks.entry(key.clone()).or_default();
-            *users += 1;
-            lock.clone()
-        });
-        // Counted from here: dropped while waiting, the guard still gives the place back.
-        let mut guard = KeyGuard {
-            guard: None,
-            locks: self,
-            key: key.clone(),
-        };
-        guard.guard = Some(lock.lock_owned().await);
-        guard
-    }
-}
-
-impl Drop for KeyGuard<'_> {
-    fn drop(&mut self) {
-        drop(self.guard.take());
-        self.locks.with(|locks| {
-            if let Some((_, users)) = locks.get_mut(&self.key) {
-                *users -= 1;
-                if *users == 0 {
-                    locks.remove(&self.key);
-                }
-            }
-        });
-    }
-}
-
-#[derive(Default)]
-struct Keys {
-    observers: HashMap<Bytes, Vec<Observer>>,
-    closed: bool,
-}
-
-impl Observers {
-    fn with<R>(&self, f: impl FnOnce(&mut Keys) -> R) -> R {
-        // Each critical section is a single map operation: a poisoned lock is still usable.
-        f(&mut self.keys.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Adds an observer of `key`; true if it is the key's first.
-    fn add(&self, key: &Bytes) -> Result<(u64, Receiving, bool)> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let backlog = Arc::new(Backlog::default());
-        self.with(|keys| {
-            if keys.closed {
-                return Err(Error::Closed);
-            }
-            let observers = keys.observers.entry(key.clone()).or_default();
-            observers.push(Observer {
-                id,
-                events: sender,
-                backlog: backlog.clone(),
-            });
-            Ok((id, (receiver, backlog), observers.len() == 1))
-        })
-    }
-
-    /// Removes one observer; true if the key has none left.
-    pub(crate) fn remove(&self, key: &Bytes, id: u64) -> bool {
-        self.with(|keys| {
-            let Some(observers) = keys.observers.get_mut(key) else {
-                return false;
-            };
-            observers.retain(|o| o.id != id);
-            let last = observers.is_empty();
-            if last {
-                keys.observers.remove(key);
-            }
-            last
-        })
-    }
-
-    /// Removes every observer of `key` (their streams end); true if there were any.
-    fn remove_all(&self, key: &Bytes) -> bool {
-        self.with(|keys| keys.observers.remove(key).is_some())
-    }
-
-    fn contains(&self, key: &Bytes) -> bool {
-        self.with(|keys| keys.observers.contains_key(key))
-    }
-
-    fn keys(&self) -> Vec<Bytes> {
-        self.with(|keys| keys.observers.keys().cloned().collect())
-    }
-
-    /// Hands `event` to every observer of `key` that has room for it; returns the observers
-    /// that just overflowed, for the caller to resync ([`Overflow::resync`]).
-    pub(crate) fn deliver(&self, key: &Bytes, event: KeyEvent) -> Vec<Overflow> {
-        let size = backlog::cost(&event);
-        let mut overflows = Vec::new();
-        self.with(|keys| {
-            for observer in keys.observers.get(key).into_iter().flatten() {
-                if observer.backlog.reserve(size) {
-                    // A receiver being dropped is removing itself: nothing to do.
-                    let _ = observer.events.send(event.clone());
-                } else if observer.backlog.mark_overflow() {
-                    overflows.push(Overflow {
-                        key: key.clone(),
-                        events: observer.events.clone(),
-                        backlog: observer.backlog.clone(),
-                    });
-                }
-            }
-        });
-        overflows
-    }
-
-    /// Hands a resync to every observer of `key`, room or not: it is the state that repairs
-    /// whatever a full queue dropped.
-    fn deliver_resynced(&self, key: &Bytes, value: Option<Value>) {
-        let event = KeyEvent::Resynced { value };
-        let size = backlog::cost(&event);
-        self.with(|keys| {
-            for observer in keys.observers.get(key).into_iter().flatten() {
-                observer.backlog.force(size);
-                let _ = observer.events.send(event.clone());
-            }
-        });
-    }
-
-    /// Ends every observation, now and later.
-    pub(crate) fn close(&self) {
-        let observers = self.with(|keys| {
-            keys.closed = true;
-            std::mem::take(&mut keys.observers)
-        });
-        drop(observers);
     }
 }
 
@@ -397,9 +189,9 @@ fn expect_ok(response: &Response) -> Result<()> {
 }
 
 /// Starts an observation of `key`, registering it with the service if it is the key's first.
-pub(crate) async fn observe(client: &Client, key: Bytes) -> Result<Observation> {
-    let shared = &client.inner.shared;
-    let _registration = shared.registration(&key).await;
+pub(crate) async fn observe(client: &Arc<ClientInner>, key: Bytes) -> Result<Observation> {
+    let shared = &client.shared;
+    let _registration = shared.observers.registration(&key).await;
     let (id, (events, backlog), first) = shared.observers.add(&key)?;
     // Registered before KEYNOTIFY is sent, so no notification that follows is missed.
     let observation = Observation {
@@ -429,7 +221,7 @@ pub(crate) async fn observe(client: &Client, key: Bytes) -> Result<Observation> 
 
 /// Ends every observation of `key` and stops its registration.
 pub(crate) async fn unobserve(shared: &Shared, key: Bytes) -> Result<()> {
-    let _registration = shared.registration(&key).await;
+    let _registration = shared.observers.registration(&key).await;
     if shared.observers.remove_all(&key) {
         let answer = shared.call(keynotify(key, true)).await?;
         expect_ok(&answer.response)?;
@@ -438,7 +230,7 @@ pub(crate) async fn unobserve(shared: &Shared, key: Bytes) -> Result<()> {
 }
 
 async fn stop_if_unobserved(shared: &Shared, key: Bytes) -> Result<()> {
-    let _registration = shared.registration(&key).await;
+    let _registration = shared.observers.registration(&key).await;
     if shared.observers.contains(&key) || shared.is_closed() {
         return Ok(());
     }
@@ -478,7 +270,7 @@ pub(crate) async fn resync(shared: Arc<Shared>, connection: u64) {
 async fn resync_key(shared: &Shared, key: &Bytes, attempt: Duration) -> Result<()> {
     // Under the key's lock like every registration: a STOP after the last observation is
     // dropped waits for this KEYNOTIFY instead of overtaking it.
-    let _registration = shared.registration(key).await;
+    let _registration = shared.observers.registration(key).await;
     if !shared.observers.contains(key) {
         return Ok(());
     }
@@ -487,14 +279,8 @@ async fn resync_key(shared: &Shared, key: &Bytes, attempt: Duration) -> Result<(
         ..keynotify(key.clone(), false)
     };
     expect_ok(&shared.call(register).await?.response)?;
-    let answer = shared.call(super::invoke_get(key.clone(), None)).await?;
-    let value = super::value_of(answer)?;
+    let answer = shared.call(invoke_get(key.clone(), None)).await?;
+    let value = value_of(answer)?;
     shared.observers.deliver_resynced(key, value);
     Ok(())
-}
-
-impl Shared {
-    async fn registration(&self, key: &Bytes) -> KeyGuard<'_> {
-        self.observers.registrations.lock(key).await
-    }
 }

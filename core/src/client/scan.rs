@@ -3,20 +3,20 @@
 use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 
-use super::call::Invocation;
-use super::shared::Shared;
-use super::{unexpected, Client};
+use super::call::{unexpected, Invocation};
+use super::shared::{ClientInner, Shared};
 use crate::protocol::{Request, Response, ScanPage};
 use crate::{Error, Result};
 
 type PageFuture = Pin<Box<dyn Future<Output = Result<ScanPage>> + Send>>;
 
-/// The keys matching a glob pattern, from [`Client::keys`]: a lazy pager that sends one
-/// `SCAN` request per page, only when the keys already fetched are used up.
+/// The keys matching a glob pattern, from [`Client::keys`](super::Client::keys): a lazy pager that
+/// sends one `SCAN` request per page, only when the keys already fetched are used up.
 ///
 /// Consume it key by key ([`Keys::next`], or as a [`futures_core::Stream`] of
 /// `Result<Bytes>`), page by page ([`Keys::next_page`]), or all at once
@@ -29,7 +29,7 @@ type PageFuture = Pin<Box<dyn Future<Output = Result<ScanPage>> + Send>>;
 /// A listing keeps its client's connection open.
 pub struct Keys {
     /// Keeps the connection open while keys are listed.
-    client: Client,
+    client: Arc<ClientInner>,
     pattern: Bytes,
     /// Where the next page starts (`None`: at the beginning).
     token: Option<Bytes>,
@@ -52,7 +52,7 @@ impl std::fmt::Debug for Keys {
 }
 
 impl Keys {
-    pub(super) fn new(client: &Client, pattern: Bytes) -> Result<Keys> {
+    pub(super) fn new(client: &Arc<ClientInner>, pattern: Bytes) -> Result<Keys> {
         if pattern.is_empty() {
             return Err(Error::InvalidArgument(
                 "the pattern is empty (`*` lists every key)".into(),
@@ -118,7 +118,7 @@ impl Keys {
     /// Fetches the next page into `buffered`.
     fn poll_fetch(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let in_flight = self.in_flight.get_or_insert_with(|| {
-            let shared = self.client.inner.shared.clone();
+            let shared = self.client.shared.clone();
             let request = Request::Scan {
                 pattern: self.pattern.clone(),
                 token: self.token.clone(),
@@ -166,25 +166,5 @@ impl futures_core::Stream for Keys {
                 return Poll::Ready(Some(Err(error)));
             }
         }
-    }
-}
-
-impl Client {
-    /// The keys matching a glob `pattern`, fetched page by page as they are consumed (no
-    /// request is sent before the first key is asked for).
-    ///
-    /// Patterns follow the service's dialect (the Rust `glob` crate's `Pattern`): `*`, `?`,
-    /// `[abc]`, `[a-z]`; `[!0-9]` negates (`[^0-9]` does not: `^` is a member); `[*]` matches a
-    /// literal `*`; a backslash is no escape. `*` lists every key; `user:*` the keys starting
-    /// with `user:`. An empty pattern is [`Error::InvalidArgument`]; a pattern the service
-    /// rejects (an unclosed `[`) fails with its error. Needs a service that knows `SCAN`
-    /// (newer versions).
-    pub fn keys(&self, pattern: impl Into<Bytes>) -> Result<Keys> {
-        Keys::new(self, pattern.into())
-    }
-
-    /// Every key matching `pattern` (see [`Client::keys`]), collected.
-    pub async fn keys_all(&self, pattern: impl Into<Bytes>) -> Result<Vec<Bytes>> {
-        self.keys(pattern)?.collect_all().await
     }
 }

@@ -2,16 +2,18 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use rumqttc::v5::AsyncClient;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::in_flight::InFlight;
-use super::observe::Observers;
+use super::observers::Observers;
 use crate::protocol::{topics, HybridClock, MAX_CLOCK_SKEW};
 use crate::{Error, Result};
 
@@ -181,6 +183,19 @@ impl Shared {
         self.cancel.cancel();
         self.in_flight.close();
         self.observers.close();
+    }
+}
+
+/// What every handle of one client shares: its connection, and the tasks that keep it. The
+/// connection is shut down when the last handle (a client, an observation, a listing) goes.
+pub(crate) struct ClientInner {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        self.shared.shutdown();
     }
 }
 

@@ -1,4 +1,4 @@
-//! Per-call options and results of the state store operations.
+//! Per-call options and results of the state store operations, and the events of observations.
 
 use std::time::Duration;
 
@@ -173,4 +173,28 @@ impl DeleteResult {
     pub fn deleted(&self) -> bool {
         self.outcome == DeleteOutcome::Deleted
     }
+}
+
+/// A change to an observed key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// The key was set to `value`.
+    Set {
+        /// The new value.
+        value: Bytes,
+        /// The key's new version, if the service sent one.
+        version: Option<Hlc>,
+    },
+    /// The key was deleted, or it expired.
+    Delete {
+        /// The key's version, if the service sent one.
+        version: Option<Hlc>,
+    },
+    /// The connection was re-established and the observation re-registered. Changes made while
+    /// the client was disconnected were not notified; `value` is the key's state read after
+    /// re-registering (`None`: the key does not exist).
+    Resynced {
+        /// The current value, or `None` if the key is absent.
+        value: Option<Value>,
+    },
 }

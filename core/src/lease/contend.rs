@@ -1,90 +1,17 @@
-//! Waiting for a lease another holder has: observe its key, and try again when the key is
-//! deleted or should have expired, after a delay that spreads the contenders and lets a
-//! late renewal of the previous holder land first.
+//! Waiting for a lease another holder has: observe its key until it is deleted or should have
+//! expired, and tell how long to hold back before trying again, a delay that spreads the
+//! contenders and lets a late renewal of the previous holder land first.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::holder::{check_ttl, Lease};
-use super::state::AcquireOutcome;
 use crate::client::{Client, KeyEvent, Observation};
-use crate::protocol::Hlc;
 use crate::{Error, Result};
 
-/// Acquires `lease` for `ttl`, waiting at most `timeout` (without limit if `None`).
-pub(super) async fn acquire(
-    lease: &Lease,
-    ttl: Duration,
-    timeout: Option<Duration>,
-) -> Result<Hlc> {
-    check_ttl(ttl)?;
-    // Cut short by the timeout or by dropping this future (`statestore lock` on SIGINT), an
-    // attempt may have taken the key: the guard gives it back.
-    let mut cut_short = CutShort {
-        lease,
-        ttl,
-        armed: true,
-    };
-    let result = match timeout {
-        None => contend(lease, ttl).await,
-        Some(timeout) => match tokio::time::timeout(timeout, contend(lease, ttl)).await {
-            Ok(result) => result,
-            Err(_) => return Err(Error::Timeout(timeout)),
-        },
-    };
-    // Finished: acquired, or failed with no attempt in flight.
-    cut_short.armed = false;
-    result
-}
-
-/// Gives the key back ([`Lease::abandon_attempt`]) when dropped armed.
-struct CutShort<'a> {
-    lease: &'a Lease,
-    ttl: Duration,
-    armed: bool,
-}
-
-impl Drop for CutShort<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.lease.abandon_attempt(self.ttl);
-        }
-    }
-}
-
-async fn contend(lease: &Lease, ttl: Duration) -> Result<Hlc> {
-    let mut waiter: Option<Waiter> = None;
-    let mut unknown_outcomes = 0u32;
-    loop {
-        match lease.try_acquire(ttl).await {
-            Ok(AcquireOutcome::Acquired { token }) => return Ok(token),
-            Ok(AcquireOutcome::HeldBy { .. }) => {}
-            Err(error) if error.outcome_unknown() => {
-                // Repeating is safe (the SET only applies to an absent key or our own), but
-                // not at once: the connection is probably down.
-                unknown_outcomes += 1;
-                tracing::debug!(%error, "lease acquisition attempt failed: retrying");
-                tokio::time::sleep(jitter(ttl, unknown_outcomes)).await;
-                continue;
-            }
-            Err(error) => return Err(error),
-        }
-        match waiter.as_mut() {
-            Some(waiter) => {
-                let delay = waiter.next_chance().await?;
-                tokio::time::sleep(delay).await;
-            }
-            // Try once more right after starting to observe: a delete that happened between
-            // the failed attempt and the registration would never be notified.
-            None => waiter = Some(Waiter::start(lease.client(), lease.key().clone(), ttl).await?),
-        }
-    }
-}
-
 /// Watches a held key for the moment it looks free.
-struct Waiter {
+pub(super) struct Waiter {
     observation: Observation,
     ttl: Duration,
     /// When the key was last seen written (acquired or renewed), or when waiting began.
@@ -94,7 +21,8 @@ struct Waiter {
 }
 
 impl Waiter {
-    async fn start(client: &Client, key: Bytes, ttl: Duration) -> Result<Self> {
+    /// Starts observing `key`, held by another holder with (we assume) our `ttl`.
+    pub(super) async fn start(client: &Client, key: Bytes, ttl: Duration) -> Result<Self> {
         Ok(Self {
             observation: client.observe(key).await?,
             ttl,
@@ -104,7 +32,7 @@ impl Waiter {
     }
 
     /// Waits until the key looks free; returns how long to hold back before trying.
-    async fn next_chance(&mut self) -> Result<Duration> {
+    pub(super) async fn next_chance(&mut self) -> Result<Duration> {
         self.chances += 1;
         loop {
             // A holder that renews writes well within its TTL: a whole TTL (plus a margin for

@@ -8,7 +8,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_core::Stream;
 
-use super::holder::{check_ttl, Lease};
+use super::holder::Lease;
+use super::holding::check_ttl;
 use super::state::{AcquireOutcome, LeaseState, Loss};
 use crate::client::{Client, KeyEvent, Observation};
 use crate::protocol::Hlc;

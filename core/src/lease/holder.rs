@@ -1,31 +1,33 @@
 //! [`Lease`]: one key, one holder name; acquire, renew and release it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::runtime::Handle;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::state::{AcquireOutcome, LeaseState, Loss, LossReason};
-use super::{contend, keeper};
-use crate::client::{Client, DeleteOptions, SetOptions};
-use crate::protocol::{Hlc, SetCondition};
+use super::contend::{jitter, Waiter};
+use super::holding::{check_ttl, claim, Holding, Inner};
+use super::keeper;
+use super::state::{AcquireOutcome, LeaseState, Loss};
+use crate::client::{Client, DeleteOptions};
+use crate::protocol::Hlc;
 use crate::{Error, Result};
 
 /// A lease on one key of the state store, under one holder name.
 ///
-/// Acquiring is `SET key holder NEX PX ttl`: it succeeds when the key is absent or already
-/// holds our holder name, so acquiring again renews. The version the service gives the key
-/// when a holding begins is the **fencing token**: write the keys the lease protects with it
-/// ([`SetOptions::fencing_token`]), and a holder that lost the lease without noticing is
-/// refused once the next holder has written. The token stays the same across renewals (a
-/// renewal landing on an expired key would otherwise hand out a newer token and hide that
-/// someone else may have held the lease in between). Releasing is `VDEL key holder`: it never
-/// deletes a lease someone else holds.
+/// Acquiring is `SET key holder NEX PX ttl`: it succeeds when the key is absent or already holds
+/// our holder name, so acquiring again renews. The version the service gives the key when a holding
+/// begins is the **fencing token**: write the keys the lease protects with it
+/// ([`SetOptions::fencing_token`](crate::SetOptions::fencing_token)), and a holder that lost the
+/// lease without noticing is refused once the next holder has written. The token stays the same
+/// across renewals (a renewal landing on an expired key would otherwise hand out a newer token and
+/// hide that someone else may have held the lease in between). Releasing is `VDEL key holder`: it
+/// never deletes a lease someone else holds.
 ///
 /// A holding is declared lost ([`Lease::lost`], [`Lease::state`]) the moment a renewal finds
 /// another holder, or once a TTL has passed since the last successful renewal was *sent* —
@@ -68,65 +70,6 @@ impl std::fmt::Debug for Lease {
     }
 }
 
-pub(super) struct Inner {
-    client: Client,
-    key: Bytes,
-    holder: Bytes,
-    auto_renew: AtomicBool,
-    /// Wakes the keeper when renewal is switched on or off.
-    pub(super) settings_changed: Arc<Notify>,
-    /// Serialises the requests that write the key, so that no renewal goes out after the
-    /// release that ended its holding.
-    requests: tokio::sync::Mutex<()>,
-    /// Present exactly while the state is `Held`.
-    holding: Mutex<Option<Holding>>,
-    state: watch::Sender<LeaseState>,
-    generations: AtomicU64,
-}
-
-/// One period of holding the lease, from acquisition to release or loss.
-#[derive(Clone)]
-pub(super) struct Holding {
-    pub(super) generation: u64,
-    token: Hlc,
-    pub(super) ttl: Duration,
-    /// When the service may expire the key: the last successful (re)acquisition's send time
-    /// plus the TTL (the service started its TTL later than we sent, so this is never late).
-    pub(super) deadline: Instant,
-    stop: CancellationToken,
-}
-
-/// The SET that acquires and renews. Persisted, so that a state store that restarts within
-/// the TTL still knows the holder: otherwise a second holder would get the lease at once while
-/// the first one's is valid.
-fn claim(ttl: Duration) -> SetOptions {
-    SetOptions::default()
-        .condition(SetCondition::OnlyIfAbsentOrEqual)
-        .expiry(ttl)
-        .persist(true)
-}
-
-/// Timeout of one renewal attempt: a lost request is retried before the TTL runs out.
-fn renewal_attempt_timeout(ttl: Duration, remaining: Duration) -> Duration {
-    (ttl / 3).max(Duration::from_millis(1)).min(remaining)
-}
-
-pub(super) fn check_ttl(ttl: Duration) -> Result<()> {
-    if ttl < Duration::from_millis(1) {
-        return Err(Error::InvalidArgument(format!(
-            "the lease TTL must be at least 1 ms, got {ttl:?}"
-        )));
-    }
-    // The TTL is each claim's expiry: refused here rather than at the first acquire.
-    if crate::client::validate::expiry_ms(Some(ttl)).is_err() {
-        return Err(Error::InvalidArgument(format!(
-            "the lease TTL {ttl:?} is too long (at most {} ms)",
-            i64::MAX
-        )));
-    }
-    Ok(())
-}
-
 pub(super) fn current_runtime() -> Result<Handle> {
     Handle::try_current()
         .map_err(|_| Error::Runtime("leases run on tokio: call from within a tokio runtime".into()))
@@ -154,17 +97,7 @@ impl Lease {
             return Err(Error::InvalidArgument("the holder name is empty".into()));
         }
         Ok(Lease {
-            inner: Arc::new(Inner {
-                client: client.clone(),
-                key,
-                holder,
-                auto_renew: AtomicBool::new(false),
-                settings_changed: Arc::new(Notify::new()),
-                requests: tokio::sync::Mutex::new(()),
-                holding: Mutex::new(None),
-                state: watch::Sender::new(LeaseState::NotHeld),
-                generations: AtomicU64::new(0),
-            }),
+            inner: Arc::new(Inner::new(client, key, holder)),
         })
     }
 
@@ -185,7 +118,7 @@ impl Lease {
     /// Turns automatic renewal on or off, now and for later holdings. While on, the lease is
     /// renewed in the background every third of its TTL; failed renewals are retried with
     /// jittered backoff until the TTL has passed since the last success, when the lease is
-    /// declared lost ([`LossReason::Expired`]).
+    /// declared lost ([`LossReason::Expired`](super::LossReason::Expired)).
     ///
     /// ```no_run
     /// # use statestore::{Client, lease::Lease};
@@ -208,7 +141,7 @@ impl Lease {
     /// # Ok(()) }
     /// ```
     pub fn is_auto_renew(&self) -> bool {
-        self.inner.auto_renew.load(Ordering::SeqCst)
+        self.inner.is_auto_renew()
     }
 
     /// The lease key.
@@ -250,11 +183,11 @@ impl Lease {
 
     /// One attempt to acquire the lease for `ttl`: the fencing token, or who holds it.
     ///
-    /// If this lease already holds it, the attempt renews it and returns the same token. If
-    /// this lease believed it held the key but finds another holder, its holding is lost
-    /// ([`LossReason::TakenOver`]). Errors are those of [`Client::set`]; after one whose
-    /// outcome is unknown, trying again is safe (the SET only applies to an absent key or one
-    /// holding our name).
+    /// If this lease already holds it, the attempt renews it and returns the same token. If this
+    /// lease believed it held the key but finds another holder, its holding is lost
+    /// ([`LossReason::TakenOver`](super::LossReason::TakenOver)). Errors are those of
+    /// [`Client::set`]; after one whose outcome is unknown, trying again is safe (the SET only
+    /// applies to an absent key or one holding our name).
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -308,7 +241,7 @@ impl Lease {
     /// # Ok(()) }
     /// ```
     pub async fn acquire(&self, ttl: Duration) -> Result<Hlc> {
-        contend::acquire(self, ttl, None).await
+        acquire(self, ttl, None).await
     }
 
     /// Like [`Lease::acquire`], but fails with [`Error::Timeout`] if the lease was not
@@ -322,14 +255,14 @@ impl Lease {
     /// # Ok(()) }
     /// ```
     pub async fn acquire_timeout(&self, ttl: Duration, timeout: Duration) -> Result<Hlc> {
-        contend::acquire(self, ttl, Some(timeout)).await
+        acquire(self, ttl, Some(timeout)).await
     }
 
     /// Renews the held lease for its TTL (the fencing token does not change).
     ///
-    /// Fails with [`Error::NotHeld`] if the lease is not held, or if the renewal finds
-    /// another holder (the lease is then lost: [`LossReason::TakenOver`]). Other errors leave
-    /// the lease held until its TTL runs out; renewing again is safe.
+    /// Fails with [`Error::NotHeld`] if the lease is not held, or if the renewal finds another
+    /// holder (the lease is then lost: [`LossReason::TakenOver`](super::LossReason::TakenOver)).
+    /// Other errors leave the lease held until its TTL runs out; renewing again is safe.
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -463,7 +396,7 @@ impl Lease {
     }
 
     /// After an acquisition attempt was cut short: its SET may have applied unseen.
-    pub(super) fn abandon_attempt(&self, ttl: Duration) {
+    fn abandon_attempt(&self, ttl: Duration) {
         if self.is_held() {
             return;
         }
@@ -500,216 +433,68 @@ impl Lease {
     }
 }
 
-impl Inner {
-    fn holding(&self) -> MutexGuard<'_, Option<Holding>> {
-        // Every critical section leaves the holding whole: a poisoned lock is still usable.
-        self.holding.lock().unwrap_or_else(|e| e.into_inner())
-    }
+/// Acquires `lease` for `ttl`, waiting at most `timeout` (without limit if `None`).
+async fn acquire(lease: &Lease, ttl: Duration, timeout: Option<Duration>) -> Result<Hlc> {
+    check_ttl(ttl)?;
+    // Cut short by the timeout or by dropping this future (`statestore lock` on SIGINT), an
+    // attempt may have taken the key: the guard gives it back.
+    let mut cut_short = CutShort {
+        lease,
+        ttl,
+        armed: true,
+    };
+    let result = match timeout {
+        None => contend(lease, ttl).await,
+        Some(timeout) => match tokio::time::timeout(timeout, contend(lease, ttl)).await {
+            Ok(result) => result,
+            Err(_) => return Err(Error::Timeout(timeout)),
+        },
+    };
+    // Finished: acquired, or failed with no attempt in flight.
+    cut_short.armed = false;
+    result
+}
 
-    pub(super) fn is_auto_renew(&self) -> bool {
-        self.auto_renew.load(Ordering::SeqCst)
-    }
+/// Gives the key back ([`Lease::abandon_attempt`]) when dropped armed.
+struct CutShort<'a> {
+    lease: &'a Lease,
+    ttl: Duration,
+    armed: bool,
+}
 
-    /// The holding with `generation` (any, if `None`), if it is the current one.
-    pub(super) fn current(&self, generation: Option<u64>) -> Option<Holding> {
-        self.holding()
-            .as_ref()
-            .filter(|h| generation.is_none_or(|g| g == h.generation))
-            .cloned()
-    }
-
-    /// Ends the holding `generation` (the current one if `None`) with `loss`; false if that
-    /// holding had already ended.
-    pub(super) fn lose(&self, generation: Option<u64>, loss: Loss) -> bool {
-        let mut holding = self.holding();
-        let current = holding
-            .as_ref()
-            .is_some_and(|h| generation.is_none_or(|g| g == h.generation));
-        if !current {
-            return false;
-        }
-        if let Some(ended) = holding.take() {
-            ended.stop.cancel();
-        }
-        tracing::debug!(key = ?self.key, %loss, "lease lost");
-        self.state.send_replace(LeaseState::Lost(loss));
-        true
-    }
-
-    fn lose_on_closed(&self, generation: Option<u64>, error: &Error) {
-        if *error == Error::Closed {
-            self.lose(generation, Loss::new(LossReason::ClientClosed));
-        }
-    }
-
-    /// Ends any holding because it is being released.
-    fn clear(&self) {
-        let mut holding = self.holding();
-        if let Some(ended) = holding.take() {
-            ended.stop.cancel();
-        }
-        self.state.send_replace(LeaseState::NotHeld);
-    }
-
-    /// Moves the deadline of holding `generation` after a renewal sent at `sent`.
-    fn extend(&self, generation: u64, sent: Instant) -> bool {
-        match self.holding().as_mut() {
-            Some(h) if h.generation == generation => {
-                h.deadline = h.deadline.max(sent + h.ttl);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn not_held(&self) -> Error {
-        Error::NotHeld(match &*self.state.borrow() {
-            LeaseState::Lost(loss) => format!("it was lost: {loss}"),
-            _ => "it was never acquired, or was released".into(),
-        })
-    }
-
-    /// Who holds the key, for reports: read errors just mean "unknown".
-    async fn read_holder(&self, timeout: Option<Duration>) -> Option<Bytes> {
-        match self
-            .client
-            .get_with_timeout(self.key.clone(), timeout)
-            .await
-        {
-            Ok(value) => value.map(|v| v.value),
-            Err(error) => {
-                tracing::debug!(%error, "cannot read the lease holder");
-                None
-            }
-        }
-    }
-
-    /// After a SET found the key held by another holder: declares holding `generation` (any,
-    /// if `None`) taken over at once, then reads who holds the key (waiting at most
-    /// `timeout`) and fills it into the loss. Call with `requests` locked, so that nothing
-    /// replaces the loss in between. Returns the holder read.
-    async fn lose_to_another(
-        &self,
-        generation: Option<u64>,
-        timeout: Option<Duration>,
-    ) -> Option<Bytes> {
-        let lost = self.lose(generation, Loss::new(LossReason::TakenOver));
-        let holder = self.read_holder(timeout).await;
-        if lost && holder.is_some() {
-            self.state.send_if_modified(|state| match state {
-                LeaseState::Lost(loss)
-                    if loss.reason == LossReason::TakenOver && loss.holder.is_none() =>
-                {
-                    loss.holder.clone_from(&holder);
-                    true
-                }
-                _ => false,
-            });
-        }
-        holder
-    }
-
-    /// Locks `requests` for holding `generation` (the current one if `None`), waiting no
-    /// later than its deadline: an acquisition holding the lock across its requests must not
-    /// keep the loss from being declared on time. At the deadline the holding is lost
-    /// ([`LossReason::Expired`]) and this fails.
-    async fn lock_before_deadline(
-        &self,
-        generation: Option<u64>,
-    ) -> Result<(tokio::sync::MutexGuard<'_, ()>, Holding)> {
-        let generation = self
-            .current(generation)
-            .ok_or_else(|| self.not_held())?
-            .generation;
-        let lock = self.requests.lock();
-        tokio::pin!(lock);
-        loop {
-            let holding = self
-                .current(Some(generation))
-                .ok_or_else(|| self.not_held())?;
-            if let Ok(guard) = tokio::time::timeout_at(holding.deadline, lock.as_mut()).await {
-                let holding = self
-                    .current(Some(generation))
-                    .ok_or_else(|| self.not_held())?;
-                return Ok((guard, holding));
-            }
-            // The acquisition that held the lock may have moved the deadline.
-            if self
-                .current(Some(generation))
-                .is_some_and(|h| h.deadline > Instant::now())
-            {
-                continue;
-            }
-            self.lose(Some(generation), Loss::new(LossReason::Expired));
-            return Err(self.not_held());
-        }
-    }
-
-    /// Renews holding `generation` (the current one if `None`).
-    pub(super) async fn renew(&self, generation: Option<u64>) -> Result<()> {
-        let (_requests, holding) = self.lock_before_deadline(generation).await?;
-        let sent = Instant::now();
-        let remaining = holding.deadline.saturating_duration_since(sent);
-        if remaining.is_zero() {
-            self.lose(Some(holding.generation), Loss::new(LossReason::Expired));
-            return Err(self.not_held());
-        }
-        let options = claim(holding.ttl).timeout(renewal_attempt_timeout(holding.ttl, remaining));
-        let set = self
-            .client
-            .set(self.key.clone(), self.holder.clone(), options)
-            .await
-            .inspect_err(|error| self.lose_on_closed(Some(holding.generation), error))?;
-        if set.applied {
-            // False if the keeper declared the loss while this renewal was in flight.
-            return match self.extend(holding.generation, sent) {
-                true => Ok(()),
-                false => Err(self.not_held()),
-            };
-        }
-        // The read of the holder waits no longer than a renewal attempt.
-        let read_timeout = renewal_attempt_timeout(holding.ttl, holding.ttl);
-        self.lose_to_another(Some(holding.generation), Some(read_timeout))
-            .await;
-        Err(self.not_held())
-    }
-
-    /// Deletes the key if it holds our name while this lease holds nothing: after a loss by
-    /// expiry (a renewal may still have landed) or an acquisition cut short.
-    pub(super) async fn delete_if_not_held(&self, ttl: Duration) {
-        let _requests = self.requests.lock().await;
-        if self.holding().is_some() {
-            return;
-        }
-        let options = DeleteOptions::default().timeout((ttl / 2).max(Duration::from_millis(1)));
-        if let Err(error) = self
-            .client
-            .vdel(self.key.clone(), self.holder.clone(), options)
-            .await
-        {
-            tracing::debug!(%error, "cannot delete a lease key held under our name");
+impl Drop for CutShort<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.lease.abandon_attempt(self.ttl);
         }
     }
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
-        let holding = self
-            .holding
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(holding) = holding {
-            holding.stop.cancel();
-            let client = self.client.clone();
-            let key = self.key.clone();
-            let holder = self.holder.clone();
-            // Drop cannot wait for the broker: the release goes out in the background.
-            self.client.spawn_cleanup(async move {
-                if let Err(error) = client.vdel(key, holder, DeleteOptions::default()).await {
-                    tracing::debug!(%error, "releasing a dropped lease failed");
-                }
-            });
+async fn contend(lease: &Lease, ttl: Duration) -> Result<Hlc> {
+    let mut waiter: Option<Waiter> = None;
+    let mut unknown_outcomes = 0u32;
+    loop {
+        match lease.try_acquire(ttl).await {
+            Ok(AcquireOutcome::Acquired { token }) => return Ok(token),
+            Ok(AcquireOutcome::HeldBy { .. }) => {}
+            Err(error) if error.outcome_unknown() => {
+                // Repeating is safe (the SET only applies to an absent key or our own), but
+                // not at once: the connection is probably down.
+                unknown_outcomes += 1;
+                tracing::debug!(%error, "lease acquisition attempt failed: retrying");
+                tokio::time::sleep(jitter(ttl, unknown_outcomes)).await;
+                continue;
+            }
+            Err(error) => return Err(error),
+        }
+        match waiter.as_mut() {
+            Some(waiter) => {
+                let delay = waiter.next_chance().await?;
+                tokio::time::sleep(delay).await;
+            }
+            // Try once more right after starting to observe: a delete that happened between
+            // the failed attempt and the registration would never be notified.
+            None => waiter = Some(Waiter::start(lease.client(), lease.key().clone(), ttl).await?),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::holder::Inner;
+use super::holding::Inner;
 use super::state::{Loss, LossReason};
 use crate::Error;
 

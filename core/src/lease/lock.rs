@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::holder::{check_ttl, Lease};
+use super::holder::Lease;
+use super::holding::check_ttl;
 use super::state::{AcquireOutcome, LeaseState, Loss};
 use crate::client::Client;
 use crate::protocol::Hlc;

@@ -105,6 +105,7 @@
 mod contend;
 mod election;
 mod holder;
+mod holding;
 mod keeper;
 mod lock;
 mod reentry;

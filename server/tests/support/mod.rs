@@ -5,8 +5,8 @@
 pub mod probe;
 pub mod wire;
 
-use statestore_server::testing::{self, Mosquitto};
-use statestore_server::{EngineConfig, Mode, Server, ServerConfig};
+use statestore_server::{EngineConfig, Server};
+use statestore_testkit::Mosquitto;
 
 pub use probe::Probe;
 
@@ -28,42 +28,18 @@ pub struct Env {
 
 impl Env {
     pub async fn start(kind: Kind) -> Env {
-        match kind {
-            Kind::Embedded => Env {
-                kind,
-                server: testing::embedded().await,
-                _broker: None,
-            },
-            Kind::External => {
-                let (broker, server) = testing::on_mosquitto().await;
-                Env {
-                    kind,
-                    server,
-                    _broker: Some(broker),
-                }
-            }
-        }
+        Env::with_engine(kind, EngineConfig::default()).await
     }
 
     /// A server with these engine settings.
     pub async fn with_engine(kind: Kind, engine: EngineConfig) -> Env {
-        let broker = match kind {
-            Kind::Embedded => None,
-            Kind::External => Some(Mosquitto::start().expect("mosquitto starts")),
+        let (broker, server) = match kind {
+            Kind::Embedded => (None, statestore_testkit::embedded_with_engine(engine).await),
+            Kind::External => {
+                let (broker, server) = statestore_testkit::on_mosquitto_with_engine(engine).await;
+                (Some(broker), server)
+            }
         };
-        let mode = match &broker {
-            None => Mode::default(),
-            Some(broker) => Mode::External {
-                host: broker.addr().ip().to_string(),
-                port: broker.port(),
-            },
-        };
-        let config = ServerConfig {
-            mode,
-            engine,
-            ..ServerConfig::default()
-        };
-        let server = Server::start(config).await.expect("server starts");
         Env {
             kind,
             server,

@@ -11,7 +11,7 @@ use rumqttc::{NetworkOptions, Outgoing, Transport};
 use statestore::protocol::topics;
 use tokio::sync::{mpsc, oneshot};
 
-use super::wire::{hlc_now, Ts};
+use super::wire::{bulk, hlc_now, resp, Ts};
 
 /// How long to wait for anything the server should send.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -226,6 +226,17 @@ impl Probe {
             )
             .await
             .expect("publish queued");
+    }
+
+    /// Sets a fresh key and reads it back: the server answers requests.
+    pub async fn serves(&mut self) {
+        let key = super::unique("key");
+        self.request(&resp(&[b"SET", key.as_bytes(), b"v"]))
+            .await
+            .expect(b"+OK\r\n");
+        self.request(&resp(&[b"GET", key.as_bytes()]))
+            .await
+            .expect(&bulk(b"v"));
     }
 
     /// Sends with the standard envelope and returns the matching reply.

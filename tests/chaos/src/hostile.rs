@@ -9,10 +9,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
+use rumqttc::v5::mqttbytes::v5::PublishProperties;
 use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::{AsyncClient, Event, MqttOptions};
+use rumqttc::v5::AsyncClient;
 use statestore::protocol::{topics, Notification, Request};
+use statestore_testkit::stand_in::{self, Received};
 
 /// Size of the `h/huge` value: half the default maximum packet of the local server.
 pub const HUGE: usize = 2 * 1024 * 1024;
@@ -142,55 +143,21 @@ fn answer(request: &Request) -> Option<Answer> {
 
 /// Connects to the broker at `broker` and serves until the returned task is aborted.
 pub async fn start(broker: SocketAddr) -> Result<tokio::task::JoinHandle<()>, String> {
-    let mut options = MqttOptions::new(
-        format!("hostile-{}", fastrand::u64(..)),
-        broker.ip().to_string(),
-        broker.port(),
-    );
-    options.set_max_packet_size(Some(1 << 26));
-    let mut network = rumqttc::NetworkOptions::new();
-    network.set_tcp_nodelay(true);
-    options.set_network_options(network);
-    let (client, mut eventloop) = AsyncClient::new(options, 4096);
-    client
-        .subscribe(topics::INVOKE_TOPIC, QoS::AtLeastOnce)
-        .await
-        .map_err(|e| e.to_string())?;
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), eventloop.poll()).await {
-            Ok(Ok(Event::Incoming(Packet::SubAck(_)))) => break,
-            Ok(Ok(_)) => continue,
-            Ok(Err(error)) => return Err(format!("hostile service: {error}")),
-            Err(_) => return Err("hostile service: no SUBACK within 10 s".into()),
-        }
-    }
-    Ok(tokio::spawn(async move {
-        while let Ok(event) = eventloop.poll().await {
-            let Event::Incoming(Packet::Publish(publish)) = event else {
-                continue;
-            };
-            let properties = publish.properties.unwrap_or_default();
-            let Ok(request) = Request::decode(&publish.payload) else {
-                continue;
-            };
-            let Some(topic) = properties.response_topic.clone() else {
-                continue;
-            };
-            let requester = properties
-                .user_properties
-                .iter()
-                .find(|(k, _)| k == "__srcId")
-                .map(|(_, v)| v.clone());
-            // Never publish from the polling task (rumqttc deadlocks when its queue is full).
-            tokio::spawn(respond(
-                client.clone(),
-                request,
-                topic,
-                properties.correlation_data,
-                requester,
-            ));
-        }
-    }))
+    stand_in::serve(broker, "hostile", |client, received: Received| {
+        let Some(topic) = received.properties.response_topic.clone() else {
+            return;
+        };
+        let requester = received.user_property("__srcId").map(str::to_owned);
+        tokio::spawn(respond(
+            client.clone(),
+            received.request,
+            topic,
+            received.properties.correlation_data,
+            requester,
+        ));
+    })
+    .await
+    .map_err(|e| format!("hostile service: {e}"))
 }
 
 async fn respond(

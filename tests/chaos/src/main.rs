@@ -16,7 +16,6 @@
 mod check;
 mod hostile;
 mod procs;
-mod proxy;
 mod record;
 mod run;
 mod secure;
@@ -25,6 +24,8 @@ mod writer;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+
+use statestore_testkit::{Mosquitto, SatBroker};
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = text
@@ -137,7 +138,10 @@ fn serve_secure(args: &[String]) -> Result<bool, String> {
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let description = secure::prepare(&dir)?;
         let plain = description["ports"]["plain"].as_u64().unwrap_or(0) as u16;
-        let broker = procs::MosquittoProcess::start_configured(&dir, plain).await?;
+        let files = dir.clone();
+        let broker = run::off_the_runtime(move || Mosquitto::start_configured(&files, plain))
+            .await?
+            .map_err(|e| e.to_string())?;
         let server = procs::ServerProcess::start(
             &server_bin,
             vec![
@@ -151,7 +155,10 @@ fn serve_secure(args: &[String]) -> Result<bool, String> {
         .await?;
         // K8S-SAT: an mqtt5 broker of our own (Mosquitto has no K8S-SAT), with a second
         // state store attached.
-        let (sat, sat_broker) = secure::start_sat_broker().await?;
+        let sat_broker = SatBroker::accepting(secure::SAT_TOKEN.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        let sat = sat_broker.addr();
         let sat_server = procs::ServerProcess::start(
             &server_bin,
             vec![
@@ -170,7 +177,7 @@ fn serve_secure(args: &[String]) -> Result<bool, String> {
         let _ = std::io::stdout().flush();
         stdin_closed(Duration::from_secs(1800)).await;
         drop(sat_server);
-        sat_broker.shutdown();
+        drop(sat_broker);
         drop(server);
         drop(broker);
         let _ = std::fs::remove_dir_all(&dir);
@@ -192,7 +199,10 @@ fn serve_hostile(args: &[String]) -> Result<bool, String> {
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let dir = std::env::temp_dir().join(format!("statestore-hostile-{}", std::process::id()));
-        let broker = procs::MosquittoProcess::start(&dir).await?;
+        let files = dir.clone();
+        let broker = run::off_the_runtime(move || Mosquitto::start_persistent(&files))
+            .await?
+            .map_err(|e| e.to_string())?;
         let service = hostile::start(broker.addr()).await?;
         println!("hostile ready on {}", broker.addr());
         use std::io::Write;

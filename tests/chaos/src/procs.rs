@@ -1,11 +1,12 @@
-//! The real processes the faults hit: `statestore-server` (killed with SIGKILL and restarted
-//! on its `--data-dir`) and Mosquitto (restarted with its sessions saved, or forgotten).
+//! `statestore-server` as a child process, killed with SIGKILL and restarted on its
+//! `--data-dir` by the faults (Mosquitto, restarted with its sessions saved or forgotten, is
+//! the test kit's).
 
 use std::fs::OpenOptions;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -16,7 +17,9 @@ const START_DEADLINE: Duration = Duration::from_secs(20);
 type Result<T> = std::result::Result<T, String>;
 
 /// Makes the kernel kill the child when this process dies, however it dies: a killed run or
-/// test leaves no broker or server behind.
+/// test leaves no server or writer behind. The kernel ties the signal to the thread that
+/// spawns the child: spawn from the runtime's worker threads, which live as long as the run
+/// (never from a blocking task or inside `block_in_place`).
 pub fn die_with_parent(command: &mut Command) -> &mut Command {
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
     unsafe {
@@ -113,144 +116,4 @@ impl ServerProcess {
         self.child = Some(child);
         Ok(())
     }
-}
-
-/// Mosquitto on a fixed loopback port with persistence on: a restart after SIGTERM resumes
-/// every session (it saves them on exit), a restart after SIGKILL with the database removed
-/// forgets them.
-pub struct MosquittoProcess {
-    port: u16,
-    dir: PathBuf,
-    child: Option<Child>,
-}
-
-impl MosquittoProcess {
-    /// Starts Mosquitto on a free port with its files in `dir`.
-    pub async fn start(dir: &Path) -> Result<MosquittoProcess> {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        let port = free_port()?;
-        let config = format!(
-            "listener {port} 127.0.0.1\n\
-             allow_anonymous true\n\
-             persistence true\n\
-             persistence_location {}/\n\
-             autosave_interval 0\n\
-             set_tcp_nodelay true\n\
-             max_queued_messages 10000\n\
-             user root\n\
-             log_dest stdout\n\
-             log_type error\n\
-             log_type warning\n",
-            dir.display()
-        );
-        std::fs::write(dir.join("mosquitto.conf"), config).map_err(|e| e.to_string())?;
-        Self::start_configured(dir, port).await
-    }
-
-    /// Starts Mosquitto on the configuration `dir/mosquitto.conf` written by the caller, and
-    /// waits until `port` (one of its listeners) accepts connections.
-    pub async fn start_configured(dir: &Path, port: u16) -> Result<MosquittoProcess> {
-        let mut broker = MosquittoProcess {
-            port,
-            dir: dir.to_path_buf(),
-            child: None,
-        };
-        broker.spawn().await?;
-        Ok(broker)
-    }
-
-    /// Where it listens.
-    pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
-    }
-
-    /// The process id, while running.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().and_then(Child::id)
-    }
-
-    /// SIGTERM (Mosquitto saves its sessions), wait, start again: clients resume their
-    /// sessions.
-    pub async fn restart_keeping_sessions(&mut self) -> Result<()> {
-        if let Some(mut child) = self.child.take() {
-            if let Some(pid) = child.id() {
-                // SAFETY: plain kill(2) on our own child's pid.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
-            }
-            if tokio::time::timeout(Duration::from_secs(10), child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.kill().await;
-                return Err("mosquitto did not stop on SIGTERM within 10 s".into());
-            }
-        }
-        self.spawn().await
-    }
-
-    /// SIGKILL, remove the saved database, start again: every session is gone.
-    pub async fn restart_losing_sessions(&mut self) -> Result<()> {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill().await;
-        }
-        let _ = std::fs::remove_file(self.dir.join("mosquitto.db"));
-        self.spawn().await
-    }
-
-    async fn spawn(&mut self) -> Result<()> {
-        let log = append(&self.dir.join("mosquitto.log"))?;
-        let mut child = die_with_parent(&mut Command::new(binary()))
-            .arg("-c")
-            .arg(self.dir.join("mosquitto.conf"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("mosquitto: {e} (apt-get install mosquitto)"))?;
-        let deadline = Instant::now() + START_DEADLINE;
-        loop {
-            if TcpStream::connect(self.addr()).is_ok() {
-                self.child = Some(child);
-                return Ok(());
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(format!(
-                    "mosquitto exited with {status}; see {}/mosquitto.log",
-                    self.dir.display()
-                ));
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill().await;
-                return Err(format!("mosquitto not listening within {START_DEADLINE:?}"));
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-fn binary() -> PathBuf {
-    let installed = Path::new("/usr/sbin/mosquitto");
-    if installed.exists() {
-        installed.to_path_buf()
-    } else {
-        PathBuf::from("mosquitto")
-    }
-}
-
-fn free_port() -> Result<u16> {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())
-}
-
-/// Resident memory of a process in KiB (`None` once it is gone).
-pub fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse().ok())
 }

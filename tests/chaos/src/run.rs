@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use statestore::{Client, ConnectOptions};
+use statestore_testkit::{rss_kib, Mosquitto, Proxy};
 use tokio::process::{Child, Command};
 
 use crate::check;
-use crate::procs::{rss_kib, MosquittoProcess, ServerProcess};
-use crate::proxy::Proxy;
+use crate::procs::ServerProcess;
 use crate::record::now_ms;
 
 /// The run's settings (command line of `statestore-chaos run`).
@@ -74,7 +74,7 @@ impl Fault {
 /// A ring's processes: the state store, and in the Mosquitto ring the broker it attaches to.
 struct Backend {
     server: ServerProcess,
-    broker: Option<MosquittoProcess>,
+    broker: Option<Mosquitto>,
 }
 
 struct Ring {
@@ -144,17 +144,35 @@ impl Ring {
             }
             Fault::BrokerRestartKeepingSessions | Fault::BrokerRestartLosingSessions => {
                 let mut backend = self.backend.lock().await;
-                if let Some(broker) = &mut backend.broker {
-                    if fault == Fault::BrokerRestartKeepingSessions {
-                        broker.restart_keeping_sessions().await?;
-                    } else {
-                        broker.restart_losing_sessions().await?;
-                    }
+                if let Some(mut broker) = backend.broker.take() {
+                    let keep = fault == Fault::BrokerRestartKeepingSessions;
+                    let (broker, restarted) = off_the_runtime(move || {
+                        let restarted = match keep {
+                            true => broker.restart_keeping_sessions(),
+                            false => broker.restart(),
+                        };
+                        (broker, restarted)
+                    })
+                    .await?;
+                    backend.broker = Some(broker);
+                    restarted.map_err(|e| e.to_string())?;
                 }
             }
         }
         Ok(())
     }
+}
+
+/// Runs `work`, which blocks (Mosquitto's starts and restarts wait for the process), on
+/// tokio's blocking pool. Not with `block_in_place`: that hands the calling worker's place to
+/// a new thread and leaves the caller a passing one, and a state store started later from a
+/// passing thread dies with it (`procs::die_with_parent` ties the child to the thread).
+pub async fn off_the_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| format!("a blocking task failed: {e}"))
 }
 
 async fn start_ring(name: &'static str, config: &RunConfig) -> Result<Ring, String> {
@@ -184,7 +202,10 @@ async fn start_ring(name: &'static str, config: &RunConfig) -> Result<Ring, Stri
             }
         }
         "mosquitto" => {
-            let broker = MosquittoProcess::start(&dir.join("mosquitto")).await?;
+            let files = dir.join("mosquitto");
+            let broker = off_the_runtime(move || Mosquitto::start_persistent(&files))
+                .await?
+                .map_err(|e| e.to_string())?;
             let mut args = vec!["--broker".to_string(), format!("mqtt://{}", broker.addr())];
             args.extend(persistence);
             let server =

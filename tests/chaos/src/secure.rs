@@ -4,18 +4,9 @@
 //! --broker` on its plain listener. Prints one JSON line describing all of it (the language
 //! tests read it), serves until stdin is closed.
 
-use std::future::Future;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 
-use mqtt5::broker::config::{StorageBackend, StorageConfig};
-use mqtt5::broker::{
-    AuthProvider, AuthResult, BrokerConfig, BrokerShutdownHandle, EnhancedAuthResult, MqttBroker,
-};
-use mqtt5::packet::connect::ConnectPacket;
-use mqtt5::protocol::v5::reason_codes::ReasonCode;
 use rcgen::{
     date_time_ymd, BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair,
@@ -75,10 +66,7 @@ fn leaf(
 }
 
 fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map_err(e)?
-        .port())
+    statestore_testkit::free_port().map_err(e)
 }
 
 /// Writes every file into `dir` and the Mosquitto configuration; returns the description
@@ -182,79 +170,4 @@ pub fn prepare(dir: &Path) -> Result<Value> {
         "sat_token_file_wrong": d(&wrong_token_file),
         "sat_token": SAT_TOKEN,
     }))
-}
-
-/// An MQTT 5 broker (the `mqtt5` crate, as in the embedded server) that accepts `K8S-SAT`
-/// enhanced authentication with [`SAT_TOKEN`] only, and plain connections without
-/// authentication (for the state store attached to it). Mosquitto has no K8S-SAT.
-pub async fn start_sat_broker() -> Result<(SocketAddr, BrokerShutdownHandle)> {
-    let config = BrokerConfig::default()
-        .with_bind_address(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .with_storage(StorageConfig::default().with_backend(StorageBackend::Memory))
-        .with_sys_topics_enabled(false);
-    let mut broker = MqttBroker::with_config(config)
-        .await
-        .map_err(e)?
-        .with_auth_provider(std::sync::Arc::new(SatOnly));
-    let addr = broker.local_addr().ok_or("the SAT broker has no address")?;
-    let shutdown = broker.shutdown_handle();
-    let mut ready = broker.ready_receiver();
-    tokio::spawn(async move {
-        let _ = broker.run().await;
-    });
-    ready.wait_for(|ready| *ready).await.map_err(e)?;
-    Ok((addr, shutdown))
-}
-
-struct SatOnly;
-
-type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-impl AuthProvider for SatOnly {
-    fn authenticate<'a>(
-        &'a self,
-        _connect: &'a ConnectPacket,
-        _client_addr: SocketAddr,
-    ) -> Boxed<'a, mqtt5::Result<AuthResult>> {
-        Box::pin(async { Ok(AuthResult::success()) })
-    }
-
-    fn authorize_publish<'a>(
-        &'a self,
-        _client_id: &str,
-        _user_id: Option<&'a str>,
-        _topic: &'a str,
-    ) -> Boxed<'a, bool> {
-        Box::pin(async { true })
-    }
-
-    fn authorize_subscribe<'a>(
-        &'a self,
-        _client_id: &str,
-        _user_id: Option<&'a str>,
-        _topic_filter: &'a str,
-    ) -> Boxed<'a, bool> {
-        Box::pin(async { true })
-    }
-
-    fn supports_enhanced_auth(&self) -> bool {
-        true
-    }
-
-    fn authenticate_enhanced<'a>(
-        &'a self,
-        auth_method: &'a str,
-        auth_data: Option<&'a [u8]>,
-        _client_id: &'a str,
-    ) -> Boxed<'a, mqtt5::Result<EnhancedAuthResult>> {
-        let accepted = auth_method == "K8S-SAT" && auth_data == Some(SAT_TOKEN.as_bytes());
-        let method = auth_method.to_owned();
-        Box::pin(async move {
-            Ok(if accepted {
-                EnhancedAuthResult::success(method)
-            } else {
-                EnhancedAuthResult::fail(method, ReasonCode::NotAuthorized)
-            })
-        })
-    }
 }

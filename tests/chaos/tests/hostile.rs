@@ -3,61 +3,37 @@
 //! its bound with the expected error or value, the client stays usable, and an observation
 //! flooded with broken and valid notifications delivers exactly the valid ones.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use statestore::{Client, ConnectOptions, DeleteOptions, KeyEvent, SetOptions};
+use statestore_testkit::{rss_kib, Fixture, DEADLINE};
 
-/// Every wait of these tests ends after this.
-const DEADLINE: Duration = Duration::from_secs(60);
-
-/// The malicious service; killed on drop.
+/// The malicious service; stopped (its stdin closed) on drop.
 struct Hostile {
-    child: Child,
+    _fixture: Fixture,
     port: u16,
 }
 
 impl Hostile {
     fn start() -> Hostile {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_statestore-chaos"))
-            .args(["hostile", "--for", "120s"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start statestore-chaos hostile");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("ready line");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_statestore-chaos"));
+        command.args(["hostile", "--for", "120s"]);
+        let (fixture, line) = Fixture::start(command).expect("start statestore-chaos hostile");
         let port = line
-            .trim()
             .rsplit(':')
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("no port in {line:?}"));
-        Hostile { child, port }
+        Hostile {
+            _fixture: fixture,
+            port,
+        }
     }
 
     fn options(&self) -> ConnectOptions {
         ConnectOptions::new("127.0.0.1", self.port).default_timeout(Duration::from_millis(500))
-    }
-}
-
-impl Drop for Hostile {
-    /// Closing stdin stops it (and its Mosquitto); killed if it has not ended in 10 s.
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -211,21 +187,15 @@ fn blocking_client_survives_the_malicious_service() {
 }
 
 /// Resident memory of this process, in KiB.
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse().ok())
-        .unwrap()
+fn own_rss_kib() -> u64 {
+    rss_kib(std::process::id()).expect("this process's resident memory")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notification_flood_to_an_unread_observation_stays_bounded() {
     let hostile = Hostile::start();
     let client = Client::connect(hostile.options()).await.unwrap();
-    let before = rss_kib();
+    let before = own_rss_kib();
     // Observed, never read: the application is busy elsewhere. A second observation of
     // another client-side key, read, tells when the flood is over ("final" comes last).
     let _unread = client.observe("h/notify-flood").await.unwrap();
@@ -238,7 +208,7 @@ async fn a_notification_flood_to_an_unread_observation_stays_bounded() {
     let mut peak = before;
     tokio::time::timeout(DEADLINE, async {
         while let Some(event) = read.next().await {
-            peak = peak.max(rss_kib());
+            peak = peak.max(own_rss_kib());
             if matches!(&event, KeyEvent::Set { value, .. } if value == "final") {
                 break;
             }
@@ -246,7 +216,7 @@ async fn a_notification_flood_to_an_unread_observation_stays_bounded() {
     })
     .await
     .expect("the flood ends within the deadline");
-    peak = peak.max(rss_kib());
+    peak = peak.max(own_rss_kib());
     let grown = peak.saturating_sub(before);
     assert!(
         grown < 64 * 1024,

@@ -19,7 +19,7 @@ fn config(dir: &std::path::Path, listen: std::net::SocketAddr) -> ServerConfig {
 }
 
 fn options(addr: std::net::SocketAddr) -> ConnectOptions {
-    ConnectOptions::new(addr.ip().to_string(), addr.port()).default_timeout(Duration::from_secs(5))
+    statestore_testkit::options(addr).default_timeout(Duration::from_secs(5))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

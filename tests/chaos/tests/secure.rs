@@ -5,15 +5,15 @@
 //! plaintext listener fail with a connection error (no fallback); no error message or log
 //! record contains a password.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use statestore::bindings::logs::{set_log_sink, LogLevel};
 use statestore::bindings::OptionValue;
 use statestore::{Client, ConnectOptions, SetOptions};
+use statestore_testkit::Fixture;
 
 /// The library's log sink is one per process, and `cargo test` runs this file's tests in one
 /// process at once: the tests that set a sink take turns, or one would replace the other's.
@@ -21,24 +21,20 @@ static LOG_SINK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The fixtures; stopped (stdin closed) on drop.
 struct Secure {
-    child: Child,
+    _process: Fixture,
     fixture: Value,
 }
 
 impl Secure {
     fn start() -> Secure {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_statestore-chaos"))
-            .arg("secure")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start statestore-chaos secure");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("fixture line");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_statestore-chaos"));
+        command.arg("secure");
+        let (process, line) = Fixture::start(command).expect("start statestore-chaos secure");
         let fixture = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-        Secure { child, fixture }
+        Secure {
+            _process: process,
+            fixture,
+        }
     }
 
     /// The options of `case`, with `$name` values taken from the fixture.
@@ -58,21 +54,6 @@ impl Secure {
                 .unwrap_or_else(|e| panic!("{}: option {name}: {e}", case["name"]));
         }
         options
-    }
-}
-
-impl Drop for Secure {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -174,7 +174,7 @@ fn check(report: &Report, expected: &[(&str, &str)]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_async_runner_fails_on_every_mismatch() {
-    let server = statestore_server::testing::embedded().await;
+    let server = statestore_testkit::embedded().await;
     let (catalogue, loaded, expected) = self_test();
     let report = statestore_scenarios::run_async::run(server.local_addr(), catalogue, loaded).await;
     check(&report, &expected);
@@ -183,7 +183,7 @@ async fn the_async_runner_fails_on_every_mismatch() {
 #[test]
 fn the_blocking_runner_fails_on_every_mismatch() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let server = runtime.block_on(statestore_server::testing::embedded());
+    let server = runtime.block_on(statestore_testkit::embedded());
     let (catalogue, loaded, expected) = self_test();
     let report = statestore_scenarios::run_blocking::run(server.local_addr(), catalogue, loaded);
     check(&report, &expected);

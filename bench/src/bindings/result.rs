@@ -1,0 +1,236 @@
+//! What one item of a bindings run produced: the driver's printed figures
+//! ([`DriverOutput`]), turned into a [`BindingResult`]; and what probing a flavour found
+//! ([`Probe`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Flavour, Item, Test};
+use crate::drivers::memory::MemoryTrace;
+use crate::figures::{Figures, Outcome};
+use crate::scenario::{Broker, Op};
+
+/// The figures of one item, as written to `bindings.json`: the fields of `latest.json`'s
+/// scenarios, plus the flavour, the boundary and memory figures and the ratios.
+#[derive(Debug, Clone, Serialize)]
+pub struct BindingResult {
+    /// `flavour/op/size/in_flight/broker`, `flavour/boundary`, `flavour/memory`.
+    pub name: String,
+    /// Who.
+    pub flavour: Flavour,
+    /// `throughput`, `boundary` or `memory`.
+    pub kind: &'static str,
+    /// SET or GET (throughput tests).
+    pub op: Option<Op>,
+    /// Value size in bytes.
+    pub value_size: Option<usize>,
+    /// Requests in flight.
+    pub in_flight: Option<usize>,
+    /// The broker.
+    pub broker: Option<Broker>,
+    /// Counts and failure (`ops` counts the calls of the boundary test).
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Why the flavour could not run this item (not a failure of the run).
+    pub unavailable: Option<String>,
+    /// Time, throughput, latency, CPU and memory (of the driver process and the service).
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// Boundary test: nanoseconds per call that fails validation before any I/O.
+    pub ns_per_call: Option<f64>,
+    /// Memory test: resident memory over the operations.
+    pub memory: Option<MemoryTrace>,
+    /// Throughput divided by the Rust async client's in the same cell.
+    pub ratio_to_rust_async: Option<f64>,
+    /// Throughput divided by the Rust client of the same kind (async or blocking).
+    pub ratio_to_rust: Option<f64>,
+    /// Median latency minus that Rust client's, µs.
+    pub p50_delta_rust_us: Option<f64>,
+    /// Throughput divided by the by-hand baseline of the same language.
+    pub ratio_to_baseline: Option<f64>,
+    /// Median latency minus the baseline's, µs.
+    pub p50_delta_baseline_us: Option<f64>,
+    #[serde(skip)]
+    item: Item,
+}
+
+impl BindingResult {
+    fn empty(item: Item) -> Self {
+        let (kind, op, value_size, in_flight, broker) = match item.test {
+            Test::Throughput {
+                op,
+                value_size,
+                in_flight,
+                broker,
+            } => (
+                "throughput",
+                Some(op),
+                Some(value_size),
+                Some(in_flight),
+                Some(broker),
+            ),
+            Test::Boundary => ("boundary", None, None, None, Some(Broker::Embedded)),
+            Test::Memory => (
+                "memory",
+                None,
+                None,
+                Some(item.flavour.memory_in_flight()),
+                Some(Broker::Embedded),
+            ),
+        };
+        Self {
+            name: item.name(),
+            flavour: item.flavour,
+            kind,
+            op,
+            value_size,
+            in_flight,
+            broker,
+            outcome: Outcome::default(),
+            unavailable: None,
+            figures: Figures::default(),
+            ns_per_call: None,
+            memory: None,
+            ratio_to_rust_async: None,
+            ratio_to_rust: None,
+            p50_delta_rust_us: None,
+            ratio_to_baseline: None,
+            p50_delta_baseline_us: None,
+            item,
+        }
+    }
+
+    /// An item the flavour cannot run here.
+    pub fn unavailable(item: Item, reason: String) -> Self {
+        let mut r = Self::empty(item);
+        r.unavailable = Some(reason);
+        r
+    }
+
+    /// An item that failed to run.
+    pub fn failed(item: Item, error: String) -> Self {
+        let mut r = Self::empty(item);
+        r.outcome.error = Some(error);
+        r
+    }
+
+    /// An item from what its driver printed.
+    pub fn from_output(item: Item, out: DriverOutput) -> Self {
+        let mut r = Self::empty(item);
+        r.unavailable = out.unavailable;
+        r.outcome = Outcome {
+            ops: out.ops.unwrap_or(0),
+            errors: out.errors.unwrap_or(0),
+            error: out.error,
+        };
+        r.figures = Figures {
+            elapsed_s: out.elapsed_s.unwrap_or(0.0),
+            ops_per_sec: out.ops_per_sec.unwrap_or(0.0),
+            p50_us: out.p50_us.unwrap_or(0.0),
+            p99_us: out.p99_us.unwrap_or(0.0),
+            max_us: out.max_us.unwrap_or(0.0),
+            cpu_us_per_op: out.cpu_us_per_op.unwrap_or(0.0),
+            service_cpu_us_per_op: out.service_cpu_us_per_op,
+            peak_rss_mb: out.peak_rss_mb,
+            service_peak_rss_mb: None,
+        };
+        r.ns_per_call = out.ns_per_call;
+        r.memory = out.memory;
+        let error = &mut r.outcome.error;
+        if r.unavailable.is_none() && error.is_none() && r.outcome.ops == 0 {
+            *error = Some("the driver measured no operation".to_owned());
+        }
+        if r.unavailable.is_none()
+            && error.is_none()
+            && item.test == Test::Memory
+            && r.memory.is_none()
+        {
+            *error = Some("the memory run has no samples".to_owned());
+        }
+        r
+    }
+
+    /// What was measured.
+    pub fn item(&self) -> Item {
+        self.item
+    }
+
+    /// Whether it ran without any failure.
+    pub fn ok(&self) -> bool {
+        self.unavailable.is_none() && self.outcome.ok()
+    }
+
+    /// Whether it is a throughput test (SET or GET at a size and depth).
+    pub fn is_throughput(&self) -> bool {
+        self.kind == "throughput"
+    }
+
+    /// Whether it failed (as opposed to ran, or was unavailable).
+    pub fn failed_run(&self) -> bool {
+        self.unavailable.is_none() && !self.ok()
+    }
+}
+
+/// What a driver prints after `RESULT `.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DriverOutput {
+    /// Probe: the flavour can run.
+    pub ok: Option<bool>,
+    /// Probe: the package's version.
+    pub version: Option<String>,
+    /// Why the flavour cannot run here.
+    pub unavailable: Option<String>,
+    /// Why the run failed.
+    pub error: Option<String>,
+    /// Measured operations (calls of the boundary test).
+    pub ops: Option<u64>,
+    /// Failed operations.
+    pub errors: Option<u64>,
+    /// Measuring time.
+    pub elapsed_s: Option<f64>,
+    /// Throughput.
+    pub ops_per_sec: Option<f64>,
+    /// Median latency, µs.
+    pub p50_us: Option<f64>,
+    /// 99th percentile, µs.
+    pub p99_us: Option<f64>,
+    /// Largest latency, µs.
+    pub max_us: Option<f64>,
+    /// CPU of the driver process per operation, µs.
+    pub cpu_us_per_op: Option<f64>,
+    /// CPU of the service process per operation, µs.
+    pub service_cpu_us_per_op: Option<f64>,
+    /// Peak resident memory of the driver, MiB.
+    pub peak_rss_mb: Option<f64>,
+    /// Boundary test: ns per failing call.
+    pub ns_per_call: Option<f64>,
+    /// Memory test: the trace.
+    pub memory: Option<MemoryTrace>,
+}
+
+/// The outcome of probing one flavour.
+#[derive(Debug, Clone, Serialize)]
+pub struct Probe {
+    /// The flavour.
+    pub flavour: Flavour,
+    /// The package's version when available.
+    pub version: Option<String>,
+    /// Why it is unavailable.
+    pub unavailable: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unavailable_is_not_a_failure() {
+        let item = Item {
+            flavour: Flavour::NodeSync,
+            test: Test::Boundary,
+        };
+        let r = BindingResult::unavailable(item, "no package".into());
+        assert!(!r.ok() && !r.failed_run());
+        let empty = BindingResult::from_output(item, DriverOutput::default());
+        assert!(empty.failed_run());
+    }
+}

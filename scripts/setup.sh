@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests need, idempotently: Mosquitto (apt) and cargo-fuzz (crates.io).
+# Installs what the tests need, idempotently: Mosquitto and the aarch64 cross tools (apt),
+# cargo-fuzz and cargo-nextest (crates.io).
 # Fast when everything is already there (no apt-get update, no cargo install).
 set -euo pipefail
 
@@ -49,6 +50,14 @@ else
   log "installing cargo-nextest"
   cargo install cargo-nextest --locked
 fi
+
+# --- the aarch64 cross tools (apt) -------------------------------------------
+# qemu-user, the aarch64 cross gcc and libc, the LLVM library of Debian's cross rustc: what
+# scripts/test-arm64.sh builds and runs with. Installed here, before the test run's groups run
+# side by side, so that no two apt-gets meet.
+# shellcheck source=scripts/lib/arm64.sh
+source "$(dirname "$0")/lib/arm64.sh"
+arm64_host_tools
 
 # --- verify -----------------------------------------------------------------
 # note: `mosquitto -h` exits 3 (usage), so capture instead of piping under pipefail

@@ -2,7 +2,7 @@
 # Every test of the project, from a fresh clone: installs what it needs, then lint, fuzz smoke,
 # examples and all test suites, then each language binding's own script (scripts/test-LANG.sh:
 # installs what that language needs, builds the package the way a user does, runs its tests and
-# its runners of the shared scenarios). FUZZ_SECONDS sets the fuzzing time per target (default 20).
+# its runners of the shared scenarios). FUZZ_SECONDS sets the fuzzing time per target (default 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -55,8 +55,8 @@ if grep -q 'tokio feature "parking_lot"' <<<"$tokio_features"; then
   exit 1
 fi
 
-stage "fuzz smoke (${FUZZ_SECONDS:-20}s per target)"
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+stage "fuzz smoke (${FUZZ_SECONDS:-10}s per target)"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 
 stage examples
 # Built in one cargo run (both cores), then each run as a user would.
@@ -73,9 +73,9 @@ cargo nextest run --workspace --no-tests=fail
 # The release artefacts (dist/, scripts/package.sh), then each binding (installs the artefacts
 # as a user does, with no Rust toolchain on PATH, runs its tests and its runners of the shared
 # scenarios), then the bindings benchmark's smoke run and the short chaos run, which use the
-# same artefacts (the arm64 ones are built and tested apart: scripts/package.sh arm64,
-# scripts/test-arm64.sh). Each part is timed, so the README
-# can say what it costs; a missing script is a failure.
+# same artefacts, and the aarch64 artefacts' cross build and smoke test under qemu
+# (scripts/test-arm64.sh). Each part is timed, so the README can say what it costs; a missing
+# script is a failure.
 # The bench part runs the benchmark's smoke profile: it checks that every flavour runs and
 # counts (timings come from the benchmark's own runs, never from the test run).
 export BENCH_PROFILE="${BENCH_PROFILE:-smoke}"
@@ -83,12 +83,14 @@ stage package
 rm -rf dist
 bash scripts/package.sh
 export STATESTORE_DIST_READY=1
-# Two groups side by side (scripts/lib/groups.sh): the C part runs most of its programs under
-# valgrind, on one core, and the other parts wait on the network much of the time. Each group
-# needs only dist/ and its own folders; the bench installs its own copies of the packages.
-stage "c, bench | python, node, chaos"
+# Three groups side by side (scripts/lib/groups.sh): the C part runs most of its programs under
+# valgrind, on one core, the other parts wait on the network much of the time, and the arm64
+# part's cross build fills what the two leave idle. Each group needs only dist/ and its own
+# folders; the bench installs its own copies of the packages, and the arm64 part adds its
+# artefacts to dist/ (no other part reads them).
+stage "c, bench | python, node, chaos | arm64"
 source scripts/lib/groups.sh
-in_groups test "c bench" "python node chaos"
+in_groups test "c bench" "python node chaos" "arm64"
 timings+=("${GROUP_TIMES[@]}")
 stage ""
 echo "== timings: ${timings[*]} (total $SECONDS s)"

@@ -15,6 +15,8 @@
 ARM64_HOME="${ARM64_HOME:-${CARGO_TARGET_DIR:-$PWD/target}/aarch64}"
 
 _arm64_sudo() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# Waits for another apt-get (another part of the run installing its tools) instead of failing.
+_arm64_apt() { _arm64_sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@"; }
 
 arm64_host_tools() {
   local missing=()
@@ -24,15 +26,15 @@ arm64_host_tools() {
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     echo "== dpkg --add-architecture arm64 (for apt-get download of arm64 packages)"
     _arm64_sudo dpkg --add-architecture arm64
-    _arm64_sudo apt-get update -qq
+    _arm64_apt update -qq
   fi
   local llvm
   llvm="$(_arm64_llvm_package)"
   [ -n "$llvm" ] && ! dpkg -s "$llvm" >/dev/null 2>&1 && missing+=("$llvm")
   if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]}"
-    _arm64_sudo apt-get update -qq
-    _arm64_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    _arm64_apt update -qq
+    _arm64_apt install -y -qq --no-install-recommends \
       "${missing[@]}" >/dev/null
   fi
 }

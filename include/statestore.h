@@ -497,6 +497,16 @@ enum statestore_callback_mode
    * to a thread of your own (a queue, an eventfd) for anything slow.
    */
   STATESTORE_CALLBACKS_INLINE = 1,
+  /**
+   * On the caller's own thread, from its own event loop: completions wait in the client's
+   * queue, whose file descriptor (`statestore_completion_fd()`) is readable while they wait,
+   * until `statestore_dispatch()` runs them, in completion order. Nothing runs on a
+   * library thread, so callbacks need no locking against the rest of the program (as with
+   * hiredis's event-loop adapters or libmosquitto's `mosquitto_loop_read()`). The update
+   * function of `statestore_lock_update_async()` runs there too. `statestore_close()`
+   * runs the callbacks still to come on the thread calling it, before it returns.
+   */
+  STATESTORE_CALLBACKS_LOOP = 2,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1133,6 +1143,32 @@ statestore_status statestore_keys_async(const struct statestore_client *client,
                                         void *user_data);
 
 /**
+ * The file descriptor that is readable while `_async` completions of `client` wait to be
+ * run by `statestore_dispatch()`: watch it for reading in poll, epoll, select, libuv's
+ * `uv_poll_t` or any loop of your own. The client must have been connected with
+ * `STATESTORE_CALLBACKS_LOOP` (`STATESTORE_ERR_INVALID_ARGUMENT` otherwise). The
+ * descriptor belongs to the client, stays the same for its life and is closed by
+ * `statestore_client_free()`: do not read, write or close it.
+ *
+ * # Safety
+ * `fd` is NULL or points to writable storage.
+ */
+statestore_status statestore_completion_fd(const struct statestore_client *client, int *fd);
+
+/**
+ * Runs, on the calling thread, every `_async` completion of `client` that is ready, in the
+ * order the calls completed, and writes how many ran to `ran` (may be NULL). Completions
+ * that arrive meanwhile wait for the next call (the descriptor is readable again then). Call
+ * it when `statestore_completion_fd()` is readable; a call with nothing ready returns at once
+ * with 0. The client must have been connected with `STATESTORE_CALLBACKS_LOOP`; it may not be
+ * called from inside a callback of this library (`STATESTORE_ERR_RUNTIME`).
+ *
+ * # Safety
+ * `ran` is NULL or points to writable storage.
+ */
+statestore_status statestore_dispatch(const struct statestore_client *client, size_t *ran);
+
+/**
  * A lock on the key `name` whose holdings last `ttl_ms` (renewed automatically while held).
  *
  * # Safety
@@ -1708,8 +1744,10 @@ statestore_status statestore_observation_free(struct statestore_observation *obs
  * With `STATESTORE_CALLBACKS_INLINE` every other rule of callbacks holds (exactly one call,
  * never inside the `_async` function itself, `statestore_close()` completes pending calls and
  * waits for their callbacks), but callbacks may run on several threads at once, in any
- * order, and must not block (see `STATESTORE_CALLBACKS_INLINE`). The update function of
- * `statestore_lock_update_async()`, observation callbacks and the callback of
+ * order, and must not block (see `STATESTORE_CALLBACKS_INLINE`); the update function of
+ * `statestore_lock_update_async()` then runs on the dispatcher thread. With
+ * `STATESTORE_CALLBACKS_LOOP` they run when the program calls `statestore_dispatch()`
+ * (see `STATESTORE_CALLBACKS_LOOP`). Observation callbacks and the callback of
  * `statestore_connect_async()` always run on the dispatcher thread.
  */
 statestore_status statestore_options_set_callback_mode(struct statestore_options *options,

@@ -12,7 +12,7 @@ use statestore_core::{
 };
 
 use crate::callbacks::refuse_in_inline_callback;
-use crate::client_state::ClientState;
+use crate::client_state::{ClientState, Completions};
 use crate::options::{statestore_options, with_settings};
 use crate::reply::{Owned, PreparedCall, Reply, ToC};
 use crate::status::{entry, statestore_status};
@@ -27,18 +27,18 @@ pub struct statestore_client {
 
 pub(crate) static CLIENTS: Handles<ClientState> = Handles::new(1, "statestore_client");
 
-fn new_client(client: Client, inline_callbacks: bool) -> *mut statestore_client {
-    CLIENTS.insert(Arc::new(ClientState::new(client, inline_callbacks)))
+fn new_client(client: Client, completions: Completions) -> *mut statestore_client {
+    CLIENTS.insert(Arc::new(ClientState::new(client, completions)))
 }
 
 fn connect_op(
     options: *const statestore_options,
 ) -> Result<PreparedCall<Client, *mut statestore_client>> {
     let settings = with_settings(options, |settings| Ok(settings.clone()))?;
-    let inline = settings.inline_callbacks;
+    let completions = Completions::new(settings.callbacks)?;
     Ok(PreparedCall::detached(
         Client::connect(settings.connect),
-        move |client| new_client(client, inline),
+        move |client| new_client(client, completions),
     ))
 }
 

@@ -8,12 +8,34 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use statestore_core::bindings::{Canceller, Pending};
+use statestore_core::bindings::{Canceller, CompletionQueue, Pending};
 use statestore_core::runtime;
 use statestore_core::{Client, Error, Result};
 
 use crate::callbacks::{in_callback, on_complete_inline, refuse_in_inline_callback, run_callback};
+use crate::options::CallbackMode;
 use crate::status::c_string;
+
+/// Where a client's `_async` completions run.
+pub(crate) enum Completions {
+    /// On the dispatcher thread.
+    Dispatcher,
+    /// Where the call completed (`STATESTORE_CALLBACKS_INLINE`).
+    Inline,
+    /// In this queue, run by the program's own loop (`STATESTORE_CALLBACKS_LOOP`).
+    Loop(CompletionQueue),
+}
+
+impl Completions {
+    /// The delivery `mode` asks for; a loop needs its queue (an eventfd) made now.
+    pub(crate) fn new(mode: CallbackMode) -> Result<Self> {
+        Ok(match mode {
+            CallbackMode::Dispatcher => Self::Dispatcher,
+            CallbackMode::Inline => Self::Inline,
+            CallbackMode::Loop => Self::Loop(CompletionQueue::new()?),
+        })
+    }
+}
 
 /// The live calls of one client, blocking and `_async` alike: what close cancels (through
 /// each call's `Pending`) and waits for.
@@ -28,8 +50,8 @@ pub(crate) struct ClientState {
     pub(crate) client: Client,
     /// The MQTT client id as C borrows it (`statestore_client_id()`).
     pub(crate) client_id: CString,
-    /// Whether `_async` completions run where the call completed (`STATESTORE_CALLBACKS_INLINE`).
-    inline_callbacks: bool,
+    /// Where `_async` completions run.
+    completions: Completions,
     calls: Mutex<Calls>,
     idle: Condvar,
     closing: AtomicBool,
@@ -39,11 +61,11 @@ pub(crate) struct ClientState {
 
 impl ClientState {
     /// The state of a new client handle for `client`.
-    pub(crate) fn new(client: Client, inline_callbacks: bool) -> Self {
+    pub(crate) fn new(client: Client, completions: Completions) -> Self {
         Self {
             client_id: c_string(client.client_id()),
             client,
-            inline_callbacks,
+            completions,
             calls: Mutex::default(),
             idle: Condvar::new(),
             closing: AtomicBool::new(false),
@@ -113,10 +135,23 @@ impl ClientState {
         self.closed_if_cancelled(result)
     }
 
+    /// The queue of a client whose completions the program's loop runs
+    /// (`STATESTORE_CALLBACKS_LOOP`).
+    pub(crate) fn completion_queue(&self) -> Result<&CompletionQueue> {
+        match &self.completions {
+            Completions::Loop(queue) => Ok(queue),
+            _ => Err(Error::InvalidArgument(
+                "this client's callbacks run on library threads: connect it with \
+                 statestore_options_set_callback_mode(options, STATESTORE_CALLBACKS_LOOP) to run \
+                 them from your own loop"
+                    .into(),
+            )),
+        }
+    }
+
     /// Runs `future` on the library's runtime; `done` runs exactly once with the result
-    /// (`STATESTORE_ERR_CLOSED` if the client closes first), on the dispatcher thread or, for
-    /// a client with inline callbacks, where the call completed. Every such call is tracked,
-    /// so that close waits for its callback.
+    /// (`STATESTORE_ERR_CLOSED` if the client closes first), where the client's completions
+    /// run ([`Completions`]). Every such call is tracked, so that close waits for its callback.
     pub(crate) fn call_async<T, F>(
         self: &Arc<Self>,
         future: F,
@@ -125,15 +160,16 @@ impl ClientState {
         T: Send + 'static,
         F: Future<Output = Result<T>> + Send + 'static,
     {
-        self.call_async_on(future, done, self.inline_callbacks)
+        self.call_async_on(future, done, true)
     }
 
-    /// [`ClientState::call_async`], with `done` on the dispatcher thread unless `inline`.
+    /// [`ClientState::call_async`]; `done` runs on the dispatcher thread instead of inline
+    /// unless `inline_allowed` (a callback that may block).
     pub(crate) fn call_async_on<T, F>(
         self: &Arc<Self>,
         future: F,
         done: impl FnOnce(Result<T>) + Send + 'static,
-        inline: bool,
+        inline_allowed: bool,
     ) where
         T: Send + 'static,
         F: Future<Output = Result<T>> + Send + 'static,
@@ -145,11 +181,11 @@ impl ClientState {
             run_callback(|| done(result));
             state.unregister(id);
         };
-        if !inline {
-            pending.on_complete(complete);
-            return;
+        match &self.completions {
+            Completions::Inline if inline_allowed => on_complete_inline(pending, complete),
+            Completions::Loop(queue) => pending.on_complete_in(queue, complete),
+            _ => pending.on_complete(complete),
         }
-        on_complete_inline(pending, complete);
     }
 
     /// Closes the connection, completes every pending call with `STATESTORE_ERR_CLOSED`, and
@@ -179,11 +215,23 @@ impl ClientState {
         for call in live {
             call.cancel();
         }
-        if !in_callback() {
-            let mut calls = self.lock_calls();
-            while !calls.live.is_empty() {
-                calls = self.idle.wait(calls).unwrap_or_else(|e| e.into_inner());
+        if in_callback() {
+            return Ok(());
+        }
+        if let Completions::Loop(queue) = &self.completions {
+            // Nothing else runs this client's callbacks: run them here as they arrive.
+            loop {
+                queue.run_ready();
+                if self.lock_calls().live.is_empty() {
+                    return Ok(());
+                }
+                // A bounded wait: a call may unregister without queueing anything.
+                queue.wait_nonempty(std::time::Duration::from_millis(50));
             }
+        }
+        let mut calls = self.lock_calls();
+        while !calls.live.is_empty() {
+            calls = self.idle.wait(calls).unwrap_or_else(|e| e.into_inner());
         }
         Ok(())
     }

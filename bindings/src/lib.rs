@@ -19,6 +19,7 @@
 mod callbacks;
 mod client;
 mod client_state;
+mod event_loop;
 mod lease;
 mod logs;
 mod observe;

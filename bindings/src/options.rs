@@ -22,7 +22,16 @@ pub struct statestore_options {
 #[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) connect: ConnectOptions,
-    pub(crate) inline_callbacks: bool,
+    pub(crate) callbacks: CallbackMode,
+}
+
+/// Where a client's `_async` completions run (`statestore_callback_mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum CallbackMode {
+    #[default]
+    Dispatcher,
+    Inline,
+    Loop,
 }
 
 pub(crate) static OPTIONS: Handles<Mutex<Settings>> = Handles::new(2, "statestore_options");
@@ -31,7 +40,7 @@ pub(crate) static OPTIONS: Handles<Mutex<Settings>> = Handles::new(2, "statestor
 fn new_options(connect: ConnectOptions, out: &Out<*mut statestore_options>) {
     let settings = Settings {
         connect,
-        inline_callbacks: false,
+        callbacks: CallbackMode::Dispatcher,
     };
     out.set(OPTIONS.insert(Arc::new(Mutex::new(settings))));
 }
@@ -61,6 +70,14 @@ pub enum statestore_callback_mode {
     /// `statestore_client_free()` fail there with `STATESTORE_ERR_RUNTIME`; hand the result
     /// to a thread of your own (a queue, an eventfd) for anything slow.
     STATESTORE_CALLBACKS_INLINE = 1,
+    /// On the caller's own thread, from its own event loop: completions wait in the client's
+    /// queue, whose file descriptor (`statestore_completion_fd()`) is readable while they wait,
+    /// until `statestore_dispatch()` runs them, in completion order. Nothing runs on a
+    /// library thread, so callbacks need no locking against the rest of the program (as with
+    /// hiredis's event-loop adapters or libmosquitto's `mosquitto_loop_read()`). The update
+    /// function of `statestore_lock_update_async()` runs there too. `statestore_close()`
+    /// runs the callbacks still to come on the thread calling it, before it returns.
+    STATESTORE_CALLBACKS_LOOP = 2,
 }
 
 /// Chooses where the completion callbacks of the `_async` calls of clients connected with
@@ -68,8 +85,10 @@ pub enum statestore_callback_mode {
 /// With `STATESTORE_CALLBACKS_INLINE` every other rule of callbacks holds (exactly one call,
 /// never inside the `_async` function itself, `statestore_close()` completes pending calls and
 /// waits for their callbacks), but callbacks may run on several threads at once, in any
-/// order, and must not block (see `STATESTORE_CALLBACKS_INLINE`). The update function of
-/// `statestore_lock_update_async()`, observation callbacks and the callback of
+/// order, and must not block (see `STATESTORE_CALLBACKS_INLINE`); the update function of
+/// `statestore_lock_update_async()` then runs on the dispatcher thread. With
+/// `STATESTORE_CALLBACKS_LOOP` they run when the program calls `statestore_dispatch()`
+/// (see `STATESTORE_CALLBACKS_LOOP`). Observation callbacks and the callback of
 /// `statestore_connect_async()` always run on the dispatcher thread.
 #[no_mangle]
 pub extern "C" fn statestore_options_set_callback_mode(
@@ -77,9 +96,10 @@ pub extern "C" fn statestore_options_set_callback_mode(
     mode: i32,
 ) -> statestore_status {
     entry(|| {
-        let inline = match mode {
-            0 => false,
-            1 => true,
+        let callbacks = match mode {
+            0 => CallbackMode::Dispatcher,
+            1 => CallbackMode::Inline,
+            2 => CallbackMode::Loop,
             other => {
                 return Err(statestore_core::Error::InvalidArgument(format!(
                     "mode is {other}, not a statestore_callback_mode"
@@ -87,7 +107,7 @@ pub extern "C" fn statestore_options_set_callback_mode(
             }
         };
         with_settings(options, |settings| {
-            settings.inline_callbacks = inline;
+            settings.callbacks = callbacks;
             Ok(())
         })
     })

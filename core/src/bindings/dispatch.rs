@@ -6,10 +6,13 @@
 //! process id, so a forked child starts its own.
 
 use std::cell::Cell;
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use once_cell::sync::Lazy;
 
@@ -97,4 +100,195 @@ pub(crate) fn stop() {
 /// Whether this is the dispatcher thread.
 pub(crate) fn on_dispatcher() -> bool {
     ON_DISPATCHER.with(Cell::get)
+}
+
+/// Callbacks that a host runs on a thread of its own, from its own event loop, instead of on
+/// the dispatcher thread: a queue with a file descriptor (an eventfd) that is readable while
+/// callbacks wait. The host watches [`CompletionQueue::fd`] (poll, epoll, libuv, ...) and
+/// calls [`CompletionQueue::run_ready`] when it is readable. Used by
+/// [`Pending::on_complete_in`](super::Pending::on_complete_in).
+///
+/// Clones share the queue. The descriptor is closed when the last clone is dropped.
+#[derive(Clone)]
+pub struct CompletionQueue {
+    inner: Arc<QueueInner>,
+}
+
+struct QueueInner {
+    jobs: Mutex<VecDeque<Job>>,
+    /// Signalled on each push, for a thread that waits without the descriptor
+    /// ([`CompletionQueue::wait_nonempty`]).
+    pushed: Condvar,
+    /// Readable (count > 0) while `jobs` is not empty: written on the push that makes the
+    /// queue non-empty, read to zero by the run that empties it.
+    fd: OwnedFd,
+}
+
+impl std::fmt::Debug for CompletionQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompletionQueue")
+            .field("fd", &self.fd())
+            .field("ready", &self.len())
+            .finish()
+    }
+}
+
+impl CompletionQueue {
+    /// A new, empty queue with its own descriptor (close-on-exec, non-blocking).
+    pub fn new() -> crate::Result<Self> {
+        use rustix::event::{eventfd, EventfdFlags};
+        let fd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(|error| {
+            crate::Error::Runtime(format!(
+                "cannot make the completion queue's eventfd: {error}; the process may be out \
+                 of file descriptors (ulimit -n)"
+            ))
+        })?;
+        Ok(Self {
+            inner: Arc::new(QueueInner {
+                jobs: Mutex::new(VecDeque::new()),
+                pushed: Condvar::new(),
+                fd,
+            }),
+        })
+    }
+
+    /// The descriptor to watch for reading: readable while callbacks wait to be run. Only
+    /// [`CompletionQueue::run_ready`] reads it; the host must not read, write or close it.
+    pub fn fd(&self) -> RawFd {
+        self.inner.fd.as_raw_fd()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, VecDeque<Job>> {
+        // Pushes and drains are single operations: a poisoned queue is consistent.
+        self.inner.jobs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many callbacks wait.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no callback waits.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Queues `job`; the descriptor becomes readable if the queue was empty.
+    pub(crate) fn push(&self, job: Job) {
+        let mut jobs = self.lock();
+        let was_empty = jobs.is_empty();
+        jobs.push_back(job);
+        if was_empty {
+            // Under the lock, so that a run that empties the queue cannot read the count to
+            // zero between this push and its signal. A full counter (2^64 - 2 unread signals)
+            // cannot happen: one signal per empty-to-non-empty change, each read by a run.
+            let _ = rustix::io::write(&self.inner.fd, &1u64.to_ne_bytes());
+        }
+        drop(jobs);
+        self.inner.pushed.notify_all();
+    }
+
+    /// Runs every callback waiting now, on this thread, in the order they were queued, and
+    /// returns how many ran. Callbacks queued while these run wait for the next call (the
+    /// descriptor is readable again then). A panicking callback is logged and the others run.
+    pub fn run_ready(&self) -> usize {
+        let jobs = {
+            let mut jobs = self.lock();
+            // Read to zero under the lock: the next push then signals again.
+            let mut count = [0u8; 8];
+            let _ = rustix::io::read(&self.inner.fd, &mut count);
+            std::mem::take(&mut *jobs)
+        };
+        let ran = jobs.len();
+        for job in jobs {
+            if catch_unwind(AssertUnwindSafe(job)).is_err() {
+                tracing::error!("a completion callback panicked");
+            }
+        }
+        ran
+    }
+
+    /// Blocks until a callback waits or `timeout` passes; returns whether one waits.
+    pub fn wait_nonempty(&self, timeout: Duration) -> bool {
+        let jobs = self.lock();
+        let (jobs, _) = self
+            .inner
+            .pushed
+            .wait_timeout_while(jobs, timeout, |jobs| jobs.is_empty())
+            .unwrap_or_else(|e| e.into_inner());
+        !jobs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    use super::CompletionQueue;
+    use crate::bindings::Pending;
+
+    /// Whether the queue's descriptor is readable now.
+    fn readable(queue: &CompletionQueue) -> bool {
+        let mut count = [0u8; 8];
+        // A peek by poll would need more of rustix; a zero-timeout read is the same test, and
+        // a signal read here is written back.
+        // SAFETY: the descriptor belongs to `queue`, alive for this call.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(queue.fd()) };
+        match rustix::io::read(fd, &mut count) {
+            Ok(_) => {
+                let _ = rustix::io::write(fd, &count);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[test]
+    fn callbacks_run_on_the_thread_that_runs_the_queue_in_order() {
+        let queue = CompletionQueue::new().unwrap();
+        assert!(!readable(&queue));
+        let (sender, received) = channel();
+        for i in 0..3 {
+            let sender = sender.clone();
+            Pending::ready(Ok(i)).on_complete_in(&queue, move |result| {
+                sender.send((result.unwrap(), std::thread::current().id())).unwrap();
+            });
+        }
+        // Queued, not run: nothing arrives until the queue runs.
+        assert!(received.try_recv().is_err());
+        assert!(readable(&queue));
+        assert_eq!(queue.len(), 3);
+        assert_eq!(queue.run_ready(), 3);
+        let here = std::thread::current().id();
+        let got: Vec<_> = received.try_iter().collect();
+        assert_eq!(got, vec![(0, here), (1, here), (2, here)]);
+        assert!(!readable(&queue), "an empty queue's descriptor is not readable");
+        assert_eq!(queue.run_ready(), 0);
+    }
+
+    #[test]
+    fn a_call_completing_on_the_runtime_wakes_the_descriptor() {
+        let queue = CompletionQueue::new().unwrap();
+        let (sender, received) = channel();
+        Pending::spawn(async { Ok(7) }).on_complete_in(&queue, move |result| {
+            sender.send(result.unwrap()).unwrap();
+        });
+        assert!(queue.wait_nonempty(Duration::from_secs(60)));
+        assert!(readable(&queue));
+        assert_eq!(queue.run_ready(), 1);
+        assert_eq!(received.try_recv().unwrap(), 7);
+    }
+
+    #[test]
+    fn a_panicking_callback_does_not_stop_the_others() {
+        let queue = CompletionQueue::new().unwrap();
+        let (sender, received) = channel();
+        Pending::ready(Ok(1)).on_complete_in(&queue, |_| panic!("callback panics"));
+        Pending::ready(Ok(2)).on_complete_in(&queue, move |result| {
+            sender.send(result.unwrap()).unwrap();
+        });
+        assert_eq!(queue.run_ready(), 2);
+        assert_eq!(received.try_recv().unwrap(), 2);
+    }
 }

@@ -2,7 +2,9 @@
 //!
 //! - [`Pending`]: one bridge from a core future to any host: block on it ([`Pending::wait`],
 //!   or in slices with [`Pending::wait_timeout`] to check for signals), get a callback
-//!   ([`Pending::on_complete`], run on the library's dispatcher thread), await it, or cancel it.
+//!   ([`Pending::on_complete`], run on the library's dispatcher thread, or
+//!   [`Pending::on_complete_in`] a [`CompletionQueue`] that the host's own event loop runs),
+//!   await it, or cancel it.
 //! - [`Event`] and [`EventStream`]: key notifications, leadership changes and lease losses as
 //!   one flat event type, pulled (blocking or async) or pushed to a sink.
 //! - [`ErrorInfo`] and the code table on [`ErrorCode`](crate::ErrorCode):
@@ -37,6 +39,7 @@ mod pending;
 mod vocab;
 
 pub use crate::error::{ErrorCategory, ErrorInfo};
+pub use dispatch::CompletionQueue;
 pub use events::{Event, EventKind, EventStream};
 pub use handles::HandleTable;
 pub use options::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};

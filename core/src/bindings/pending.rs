@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::AbortHandle;
 
-use super::dispatch::dispatch;
+use super::dispatch::{dispatch, CompletionQueue};
 use crate::{runtime, Error, Result};
 
 type Callback<T> = Box<dyn FnOnce(Result<T>) + Send>;
@@ -21,10 +21,10 @@ type Callback<T> = Box<dyn FnOnce(Result<T>) + Send>;
 type CallFuture<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
 
 /// How a registered callback is run.
-#[derive(Clone, Copy)]
 enum Delivery {
     Dispatcher,
     Inline,
+    Queue(CompletionQueue),
 }
 
 enum State<T> {
@@ -144,6 +144,7 @@ fn deliver<T: Send + 'static>(callback: Callback<T>, result: Result<T>, delivery
     match delivery {
         Delivery::Inline => callback(result),
         Delivery::Dispatcher => dispatch(Box::new(move || callback(result))),
+        Delivery::Queue(queue) => queue.push(Box::new(move || callback(result))),
     }
 }
 
@@ -383,6 +384,17 @@ impl<T: Send + 'static> Pending<T> {
     /// result on without blocking (a channel, a thread-safe function queue).
     pub fn on_complete_inline(self, callback: impl FnOnce(Result<T>) + Send + 'static) {
         self.register(Box::new(callback), Delivery::Inline);
+    }
+
+    /// Calls `callback` exactly once with the result, on the thread that next runs `queue`
+    /// ([`CompletionQueue::run_ready`]): a host's own event loop, woken by the queue's
+    /// descriptor. Queued at once if already complete.
+    pub fn on_complete_in(
+        self,
+        queue: &CompletionQueue,
+        callback: impl FnOnce(Result<T>) + Send + 'static,
+    ) {
+        self.register(Box::new(callback), Delivery::Queue(queue.clone()));
     }
 
     fn register(mut self, callback: Callback<T>, delivery: Delivery) {

@@ -373,6 +373,13 @@ public:
             handle_.get(), on ? STATESTORE_CALLBACKS_INLINE : STATESTORE_CALLBACKS_DISPATCHER));
         return *this;
     }
+    /** Async completions from your own event loop (STATESTORE_CALLBACKS_LOOP): watch
+     * Client::completion_fd() for reading and call Client::dispatch() when it is readable; the
+     * lambdas then run on that thread. */
+    Options &loop_callbacks() {
+        detail::check(statestore_options_set_callback_mode(handle_.get(), STATESTORE_CALLBACKS_LOOP));
+        return *this;
+    }
 
 private:
     friend class Client;
@@ -818,6 +825,19 @@ public:
         const char *id = nullptr;
         detail::check(statestore_client_id(handle_.get(), &id));
         return id;
+    }
+    /** The descriptor that is readable while async completions wait for dispatch() (a client
+     * connected with Options::loop_callbacks()). Owned by the client: do not close it. */
+    int completion_fd() const {
+        int fd = -1;
+        detail::check(statestore_completion_fd(handle_.get(), &fd));
+        return fd;
+    }
+    /** Runs the async completions that are ready on this thread; returns how many ran. */
+    size_t dispatch() const {
+        size_t ran = 0;
+        detail::check(statestore_dispatch(handle_.get(), &ran));
+        return ran;
     }
     /** Closes: pending calls complete with STATESTORE_ERR_CLOSED first. */
     void close() const { detail::check(statestore_close(handle_.get())); }

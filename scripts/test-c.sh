@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The C ABI's tests (issue 13), from a fresh clone: installs what it needs (pkg-config, cmake,
-# valgrind, g++, libcjson-dev via apt; cbindgen 0.29 via cargo), checks that the committed
+# valgrind, g++, libcjson-dev, libuv1-dev via apt; cbindgen 0.29 via cargo), checks that the committed
 # header is what cbindgen generates and that each header compiles alone, installs the library
 # into a temporary prefix with scripts/install-c.sh (as a user would), builds every C program
 # of tests/c with -Wall -Wextra -Werror -std=c11 (C++: -std=c++17) linked dynamically through
@@ -19,6 +19,7 @@ command -v cmake >/dev/null || missing+=(cmake)
 command -v valgrind >/dev/null || missing+=(valgrind)
 command -v g++ >/dev/null || missing+=(g++)
 [ -f /usr/include/cjson/cJSON.h ] || missing+=(libcjson-dev)
+[ -f /usr/include/uv.h ] || missing+=(libuv1-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
   apt-get update -qq
@@ -172,6 +173,14 @@ for source in "$bin"/readme-*.c "$bin"/readme-*.cpp; do
 done
 # The README, bindings/README.md and docs/c.md hold a C program each, docs/c.md a C++ one too.
 [ "$examples" -ge 4 ] && pass "docs examples found ($examples)" || fail "docs examples found ($examples, expected at least 4 C and C++ blocks)"
+
+# --- the event-loop examples outside the docs (the epoll one is a block of docs/c.md)
+for example in bindings/examples/*.c; do
+  name="$(basename "$example" .c)"
+  run "$name builds (with libuv)" 120 bash -c "gcc ${cflags[*]} '$example' -o '$bin/$name' \$(pkg-config --cflags --libs statestore libuv) -Wl,-rpath,'$libdir'"
+  run "$name runs and ends" 60 "$bin/$name" "$port"
+  STATESTORE_TEST_SLOWDOWN=8 run "$name (valgrind)" 240 "${vg[@]}" "$bin/$name" "$port"
+done
 
 # --- shared scenarios
 if [ -f tests/c/scenarios.c ] && ls tests/scenarios/*.json >/dev/null 2>&1; then

@@ -1,5 +1,6 @@
 // The C++17 layer, using only statestore.hpp: RAII, exceptions with codes, optional results,
 // lambdas for async calls and events, lock update from several threads.
+#include <poll.h>
 #include <statestore.hpp>
 
 #include <atomic>
@@ -184,6 +185,33 @@ int main() {
                 where.set_value(std::this_thread::get_id());
             });
             CHECK(where.get_future().get() != std::this_thread::get_id());
+        }
+
+        // loop callbacks: the lambda runs inside dispatch(), on this thread
+        {
+            statestore::Options looped;
+            looped.host("127.0.0.1").set("port", std::getenv("STATESTORE_TEST_PORT")).loop_callbacks();
+            auto loop = statestore::Client::connect(looped);
+            std::thread::id where;
+            int calls = 0;
+            loop.get_async(k, [&](statestore::Result<std::optional<statestore::Value>> r) {
+                CHECK(r.ok());
+                where = std::this_thread::get_id();
+                calls++;
+            });
+            struct pollfd p = {loop.completion_fd(), POLLIN, 0};
+            while (calls == 0) {
+                CHECK(poll(&p, 1, -1) == 1);
+                loop.dispatch();
+            }
+            CHECK(calls == 1 && where == std::this_thread::get_id());
+            bool refused = false;
+            try {
+                client.completion_fd();
+            } catch (const statestore::Error &e) {
+                refused = e.code() == STATESTORE_ERR_INVALID_ARGUMENT;
+            }
+            CHECK(refused);
         }
 
         // lease and election

@@ -1,8 +1,9 @@
 /* One measurement of one C flavour, for `statestore-bench bindings` (bench/README.md).
  *
  * Flavours: `async` (statestore_set_async/statestore_get_async: N calls in flight, each
- * completion callback issues the slot's next call) and `sync` (statestore_set/statestore_get
- * from N threads sharing one client). Tests: `probe`, `throughput`, `boundary` (calls that
+ * completion callback issues the slot's next call), `dispatch` (the same calls, with the
+ * completions run by this program's poll loop: STATESTORE_CALLBACKS_LOOP, statestore_dispatch)
+ * and `sync` (statestore_set/statestore_get from N threads sharing one client). Tests: `probe`, `throughput`, `boundary` (calls that
  * fail validation before any I/O, ns per call) and `memory` (many operations, each also
  * allocating and freeing an options handle and, for the blocking calls, the result structs,
  * while resident memory is sampled). Prints one line `RESULT <json>`.
@@ -11,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -337,6 +339,46 @@ static int run_async(void) {
     return 0;
 }
 
+/* --- dispatch: the completions of the async calls run from this thread's poll loop ---------- */
+
+/* Runs what is ready when the client's completion descriptor is readable (waiting at most 5 ms). */
+static void dispatch_ready(int fd) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 5) > 0) statestore_dispatch(client, NULL);
+}
+
+/* The loop until `until_ns` or the window is capped. */
+static void dispatch_until(int fd, uint64_t until_ns) {
+    while (now_ns() < until_ns && !capped()) dispatch_ready(fd);
+}
+
+static int run_dispatch(void) {
+    struct window w;
+    int fd = -1;
+    if (statestore_completion_fd(client, &fd) != STATESTORE_OK) {
+        json_error("error", statestore_last_error_message());
+        return 1;
+    }
+    atomic_store(&active, A.inflight);
+    for (int i = 0; i < A.inflight; i++) {
+        slots[i].index = i;
+        key_of(i, slots[i].key, &slots[i].key_len);
+    }
+    for (int i = 0; i < A.inflight; i++) issue(&slots[i]);
+    dispatch_until(fd, now_ns() + (uint64_t)(A.warmup * 1e9));
+    window_open(&w);
+    dispatch_until(fd, now_ns() + (uint64_t)(A.seconds * 1e9));
+    atomic_store(&phase, STOP);
+    uint64_t limit = now_ns() + 15000000000ull;
+    while (atomic_load(&active) > 0 && now_ns() < limit) dispatch_ready(fd);
+    if (atomic_load(&active) > 0) {
+        json_error("error", "calls in flight did not complete within 15 s");
+        return 1;
+    }
+    print_figures(&w);
+    return 0;
+}
+
 /* --- blocking ---------------------------------------------------------------------------------- */
 
 static void *sync_worker(void *arg) {
@@ -430,7 +472,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--service-pid")) A.service_pid = atoi(v);
         else usage(a);
     }
-    bool async = strcmp(A.flavour, "async") == 0;
+    bool dispatch = strcmp(A.flavour, "dispatch") == 0;
+    bool async = dispatch || strcmp(A.flavour, "async") == 0;
     if (!async && strcmp(A.flavour, "sync") != 0) usage(A.flavour);
     if (!strcmp(A.test, "probe")) {
         printf("RESULT {\"ok\": true, \"version\": \"libstatestore %s\"}\n", statestore_version());
@@ -446,6 +489,7 @@ int main(int argc, char **argv) {
     if (statestore_options_new(&options) != STATESTORE_OK ||
         statestore_options_set_host(options, A.host) != STATESTORE_OK ||
         statestore_options_set_port(options, (uint16_t)A.port) != STATESTORE_OK ||
+        (dispatch && statestore_options_set_callback_mode(options, STATESTORE_CALLBACKS_LOOP) != STATESTORE_OK) ||
         statestore_connect(options, &client) != STATESTORE_OK) {
         json_error("error", statestore_last_error_message());
         return 1;
@@ -464,7 +508,7 @@ int main(int argc, char **argv) {
                 return 1;
             }
         }
-        rc = async ? run_async() : run_sync();
+        rc = dispatch ? run_dispatch() : async ? run_async() : run_sync();
     }
     statestore_client_free(client);
     free(value);

@@ -16,6 +16,7 @@ fn colour(flavour: Flavour) -> RGBColor {
         Flavour::RustBlocking => RGBColor(110, 110, 110),
         Flavour::CAsync => RGBColor(31, 119, 180),
         Flavour::CBlocking => RGBColor(23, 190, 207),
+        Flavour::CDispatch => RGBColor(148, 103, 189),
         Flavour::PythonAsync => RGBColor(44, 160, 44),
         Flavour::PythonSync => RGBColor(188, 189, 34),
         Flavour::PythonPaho => RGBColor(140, 86, 75),

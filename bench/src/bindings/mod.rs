@@ -36,6 +36,9 @@ pub enum Flavour {
     CAsync,
     /// `statestore_set`/`statestore_get`, N threads.
     CBlocking,
+    /// `statestore_set_async`/`statestore_get_async` on a client whose completions run from the
+    /// driver's own poll loop (`STATESTORE_CALLBACKS_LOOP`, `statestore_dispatch`), N in flight.
+    CDispatch,
     /// `statestore.AsyncClient`, N asyncio tasks.
     PythonAsync,
     /// `statestore.Client`, N threads.
@@ -66,10 +69,11 @@ pub enum Language {
 
 impl Flavour {
     /// Every flavour, in table order.
-    pub const ALL: [Flavour; 10] = [
+    pub const ALL: [Flavour; 11] = [
         Flavour::RustAsync,
         Flavour::RustBlocking,
         Flavour::CAsync,
+        Flavour::CDispatch,
         Flavour::CBlocking,
         Flavour::PythonAsync,
         Flavour::PythonSync,
@@ -86,6 +90,7 @@ impl Flavour {
             Flavour::RustBlocking => "rust-blocking",
             Flavour::CAsync => "c-async",
             Flavour::CBlocking => "c-blocking",
+            Flavour::CDispatch => "c-dispatch",
             Flavour::PythonAsync => "python-async",
             Flavour::PythonSync => "python-sync",
             Flavour::NodePromise => "node-promise",
@@ -104,7 +109,7 @@ impl Flavour {
     pub fn language(self) -> Language {
         match self {
             Flavour::RustAsync | Flavour::RustBlocking => Language::Rust,
-            Flavour::CAsync | Flavour::CBlocking => Language::C,
+            Flavour::CAsync | Flavour::CBlocking | Flavour::CDispatch => Language::C,
             Flavour::PythonAsync | Flavour::PythonSync | Flavour::PythonPaho => Language::Python,
             Flavour::NodePromise | Flavour::NodeSync | Flavour::NodeMqttjs => Language::Node,
         }
@@ -117,6 +122,7 @@ impl Flavour {
             Flavour::RustBlocking => "blocking",
             Flavour::CBlocking | Flavour::PythonSync | Flavour::NodeSync => "sync",
             Flavour::NodePromise => "promise",
+            Flavour::CDispatch => "dispatch",
             Flavour::PythonPaho => "paho",
             Flavour::NodeMqttjs => "mqttjs",
         }

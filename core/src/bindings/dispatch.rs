@@ -252,7 +252,9 @@ mod tests {
         for i in 0..3 {
             let sender = sender.clone();
             Pending::ready(Ok(i)).on_complete_in(&queue, move |result| {
-                sender.send((result.unwrap(), std::thread::current().id())).unwrap();
+                sender
+                    .send((result.unwrap(), std::thread::current().id()))
+                    .unwrap();
             });
         }
         // Queued, not run: nothing arrives until the queue runs.
@@ -263,7 +265,10 @@ mod tests {
         let here = std::thread::current().id();
         let got: Vec<_> = received.try_iter().collect();
         assert_eq!(got, vec![(0, here), (1, here), (2, here)]);
-        assert!(!readable(&queue), "an empty queue's descriptor is not readable");
+        assert!(
+            !readable(&queue),
+            "an empty queue's descriptor is not readable"
+        );
         assert_eq!(queue.run_ready(), 0);
     }
 

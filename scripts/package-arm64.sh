@@ -60,12 +60,12 @@ echo "== arm64: build (the wheel by maturin, beside the C library and the Node a
 # maturin drives its own cargo build with its own zig wrappers, which cargo-zigbuild's builds
 # cannot share: it builds in its own target directory, at the same time, so that the two use
 # both cores while either is in its single-threaded LTO step.
-(timeout 1800 maturin build --quiet --release --zig --compatibility manylinux2014 --target "$target" \
+(timeout 2700 maturin build --quiet --release --zig --compatibility manylinux2014 --target "$target" \
   -m python/Cargo.toml --out dist --target-dir "$ARM64_HOME/python-build" >"$logs/python.log" 2>&1
  echo $? >"$logs/python.rc") &
 python_pid=$!
 # The C library and the Node addon in one cargo run: their dependencies are compiled once.
-if ! CARGO_TARGET_DIR="$build_dir" timeout 1800 cargo zigbuild --release --quiet \
+if ! CARGO_TARGET_DIR="$build_dir" timeout 2700 cargo zigbuild --release --quiet \
   -p statestore-c -p statestore-node --target "$target.2.17"; then
   kill "$python_pid" 2>/dev/null || true
   exit 1

@@ -52,7 +52,7 @@ md = os.path.join(out, "bindings.md")
 check("bindings.md has the table", os.path.exists(md) and "| broker | op | size | in flight |" in open(md).read())
 
 flavours = {f["flavour"]: f for f in doc["flavours"]}
-expected = ["rust-async", "rust-blocking", "c-async", "c-blocking", "python-async", "python-sync",
+expected = ["rust-async", "rust-blocking", "c-async", "c-dispatch", "c-blocking", "python-async", "python-sync",
             "python-paho", "node-promise", "node-sync", "node-mqttjs"]
 for name in expected:
     f = flavours.get(name)
@@ -60,7 +60,7 @@ for name in expected:
           "neither a version nor a reason")
 for name in ("rust-async", "rust-blocking"):
     check(f"{name}: available", flavours.get(name, {}).get("unavailable") is None)
-language = {"c": ["c-async", "c-blocking"], "python": ["python-async", "python-sync"],
+language = {"c": ["c-async", "c-dispatch", "c-blocking"], "python": ["python-async", "python-sync"],
             "node": ["node-promise", "node-sync"]}
 for lang in require:
     for name in language.get(lang, []):
@@ -85,6 +85,8 @@ for name in expected:
         if s["kind"] == "throughput":
             if not (s["ops_per_sec"] > 0 and s["p50_us"] > 0 and s["p99_us"] >= s["p50_us"]):
                 bad.append(f"{s['name']}: figures {s['ops_per_sec']}, {s['p50_us']}, {s['p99_us']}")
+            elif not isinstance(s.get("ctx_switches_per_op"), (int, float)):
+                bad.append(f"{s['name']}: no ctx_switches_per_op")
         elif s["kind"] == "boundary":
             if not (s.get("ns_per_call") or 0) > 0:
                 bad.append(f"{s['name']}: no ns per call")

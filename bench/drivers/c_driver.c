@@ -70,6 +70,13 @@ static double status_mib(const char *field) {
     return mib;
 }
 
+/* Context switches of every thread of this process so far (voluntary + involuntary). */
+static double ctx_switches(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_nvcsw + (double)u.ru_nivcsw;
+}
+
 static double service_cpu(void) {
     char path[64], text[1024];
     if (A.service_pid <= 0) return -1;
@@ -181,12 +188,13 @@ static void json_error(const char *key, const char *text) {
 
 struct window {
     uint64_t at;
-    double cpu, service_cpu;
+    double cpu, service_cpu, switches;
 };
 
 static void window_open(struct window *w) {
     w->at = now_ns();
     w->cpu = cpu_seconds();
+    w->switches = ctx_switches();
     w->service_cpu = service_cpu();
     /* A failure during the warm-up has stopped the run already: keep it stopped. */
     int warm = WARMUP;
@@ -194,7 +202,7 @@ static void window_open(struct window *w) {
 }
 
 static void print_figures(const struct window *w) {
-    double end_cpu = cpu_seconds(), end_service = service_cpu();
+    double end_cpu = cpu_seconds(), end_service = service_cpu(), end_switches = ctx_switches();
     uint64_t last = last_completion ? last_completion : now_ns();
     double elapsed = last > w->at ? (double)(last - w->at) / 1e9 : 0;
     qsort(latencies, n_lat, sizeof *latencies, cmp_u64);
@@ -207,6 +215,7 @@ static void print_figures(const struct window *w) {
            n_lat ? latencies[n_lat - 1] / 1000.0 : 0.0);
 #undef Q
     printf(", \"cpu_us_per_op\": %.3f", ops_done ? (end_cpu - w->cpu) * 1e6 / ops_done : 0.0);
+    if (ops_done) printf(", \"ctx_switches_per_op\": %.3f", (end_switches - w->switches) / ops_done);
     if (w->service_cpu >= 0 && end_service >= 0 && ops_done)
         printf(", \"service_cpu_us_per_op\": %.3f", (end_service - w->service_cpu) * 1e6 / ops_done);
     printf(", \"peak_rss_mb\": %.3f", status_mib("VmHWM:"));

@@ -87,6 +87,12 @@ const cpuSeconds = () => {
   return (u.user + u.system) / 1e6;
 };
 
+// Context switches of every thread of this process so far (voluntary + involuntary).
+const ctxSwitches = () => {
+  const u = process.resourceUsage();
+  return u.voluntaryContextSwitches + u.involuntaryContextSwitches;
+};
+
 class Gate {
   constructor(cap, memory) {
     this.phase = WARMUP;
@@ -141,12 +147,14 @@ class Window {
   open(gate) {
     this.at = performance.now();
     this.cpu = cpuSeconds();
+    this.switches = ctxSwitches();
     this.serviceCpu = serviceCpu(args.servicePid);
     // A failure during the warm-up has stopped the run already: keep it stopped.
     if (gate.phase === WARMUP) gate.phase = MEASURE;
   }
   figures(recorder) {
     const endCpu = cpuSeconds();
+    const endSwitches = ctxSwitches();
     const endService = serviceCpu(args.servicePid);
     const ops = recorder.ops;
     const elapsed = Math.max(0, (recorder.last || performance.now()) - this.at) / 1000;
@@ -162,6 +170,7 @@ class Window {
       p99_us: q(0.99),
       max_us: lat.length ? lat[lat.length - 1] * 1000 : 0,
       cpu_us_per_op: ops ? ((endCpu - this.cpu) * 1e6) / ops : 0,
+      ctx_switches_per_op: ops ? (endSwitches - this.switches) / ops : null,
       service_cpu_us_per_op:
         this.serviceCpu !== null && endService !== null && ops ? ((endService - this.serviceCpu) * 1e6) / ops : null,
     };

@@ -44,6 +44,12 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def ctx_switches() -> int:
+    """Context switches of every thread of this process so far (voluntary + involuntary)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw + usage.ru_nivcsw
+
+
 def status_mib(field: str) -> Optional[float]:
     try:
         with open("/proc/self/status") as status:
@@ -132,17 +138,20 @@ class Window:
         self.service_pid = service_pid
         self.at = 0
         self.cpu = 0.0
+        self.switches = 0
         self.service_cpu: Optional[float] = None
 
     def open(self, gate: Gate) -> None:
         self.at = time.perf_counter_ns()
         self.cpu = cpu_seconds()
+        self.switches = ctx_switches()
         self.service_cpu = service_cpu(self.service_pid)
         if gate.phase == WARMUP:  # a failure during the warm-up has stopped the run already
             gate.phase = MEASURE
 
     def figures(self, recorder: Recorder) -> Dict[str, Any]:
         end_cpu = cpu_seconds()
+        end_switches = ctx_switches()
         end_service = service_cpu(self.service_pid)
         ops = recorder.ops
         last = recorder.last_completion or time.perf_counter_ns()
@@ -167,6 +176,7 @@ class Window:
             "p99_us": quantile(0.99),
             "max_us": lat[-1] / 1000.0 if lat else 0.0,
             "cpu_us_per_op": (end_cpu - self.cpu) * 1e6 / ops if ops else 0.0,
+            "ctx_switches_per_op": (end_switches - self.switches) / ops if ops else None,
             "service_cpu_us_per_op": service,
         }
 

@@ -51,6 +51,10 @@ pub struct Figures {
     pub max_us: f64,
     /// CPU time of the measuring process (requester, client or driver only) per operation, µs.
     pub cpu_us_per_op: f64,
+    /// Context switches of the measuring process per operation (every thread's, voluntary
+    /// and involuntary): the thread wake-ups one operation costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctx_switches_per_op: Option<f64>,
     /// CPU time of the service-side process (embedded broker, echo responder or server) per
     /// operation, µs; Mosquitto's own CPU is not included.
     pub service_cpu_us_per_op: Option<f64>,

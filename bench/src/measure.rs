@@ -117,6 +117,8 @@ pub struct Reading {
     pub at: Instant,
     /// CPU time of the measuring process.
     pub cpu: Duration,
+    /// Context switches of the measuring process.
+    pub ctx_switches: u64,
     /// CPU time of the service-side process, when there is one and it is readable.
     pub service_cpu: Option<Duration>,
 }
@@ -127,6 +129,7 @@ impl Reading {
         Self {
             at: Instant::now(),
             cpu: crate::resources::process_cpu(),
+            ctx_switches: crate::resources::process_ctx_switches(),
             service_cpu: service_pid.and_then(crate::resources::child_cpu),
         }
     }
@@ -166,6 +169,9 @@ impl Measurement {
                 p99_us: quantile_us(0.99),
                 max_us: recorder.latency.max() as f64 / 1000.0,
                 cpu_us_per_op: per_op(end.cpu.saturating_sub(start.cpu)),
+                ctx_switches_per_op: (ops > 0).then(|| {
+                    end.ctx_switches.saturating_sub(start.ctx_switches) as f64 / ops as f64
+                }),
                 service_cpu_us_per_op: match (start.service_cpu, end.service_cpu) {
                     (Some(a), Some(b)) => Some(per_op(b.saturating_sub(a))),
                     _ => None,

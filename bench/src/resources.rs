@@ -3,17 +3,26 @@
 
 use std::time::Duration;
 
+/// This process's resource usage so far (every thread), or `None` if it cannot be read.
+fn usage() -> Option<libc::rusage> {
+    // SAFETY: getrusage only writes into the zeroed struct we pass it.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(libc::RUSAGE_SELF, &mut usage) == 0).then_some(usage)
+    }
+}
+
 /// CPU time (user + system) of every thread of this process so far.
 pub fn process_cpu() -> Duration {
-    // SAFETY: getrusage only writes into the zeroed struct we pass it.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
-            return Duration::ZERO;
-        }
-        usage
-    };
-    timeval(usage.ru_utime) + timeval(usage.ru_stime)
+    usage().map_or(Duration::ZERO, |u| {
+        timeval(u.ru_utime) + timeval(u.ru_stime)
+    })
+}
+
+/// Context switches (voluntary: a thread waited; involuntary: it was preempted) of every
+/// thread of this process so far: the wake-ups an operation costs.
+pub fn process_ctx_switches() -> u64 {
+    usage().map_or(0, |u| (u.ru_nvcsw.max(0) + u.ru_nivcsw.max(0)) as u64)
 }
 
 fn timeval(tv: libc::timeval) -> Duration {

@@ -24,6 +24,7 @@ pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
     }
     throughput_table(&mut out, results, &flavours, &cells);
     ratio_tables(&mut out, results, &flavours, &cells);
+    switches_table(&mut out, results, &flavours, &cells);
     boundary_table(&mut out, results);
     memory_table(&mut out, results);
     let unavailable = probes
@@ -196,6 +197,50 @@ fn ratio_tables(out: &mut String, results: &[BindingResult], flavours: &[Flavour
                 cell_of(broker, op, value_size).into_iter().chain(figures),
             );
         }
+    }
+}
+
+/// Context switches of the driver process per operation at 1 in flight: the wake-ups a caller
+/// that waits for each answer pays.
+fn switches_table(
+    out: &mut String,
+    results: &[BindingResult],
+    flavours: &[Flavour],
+    cells: &[Test],
+) {
+    let rows: Vec<&Test> = cells
+        .iter()
+        .filter(|t| matches!(t, Test::Throughput { in_flight: 1, .. }))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nContext switches per operation (driver process), 1 in flight:\n"
+    );
+    header(out, columns(&["broker", "op", "size"], flavours));
+    for test in rows {
+        let Test::Throughput {
+            op,
+            value_size,
+            broker,
+            ..
+        } = *test
+        else {
+            continue;
+        };
+        let figures = flavours.iter().map(|&f| {
+            results
+                .iter()
+                .find(|r| r.flavour == f && r.item().test == *test && r.ok())
+                .and_then(|r| r.figures.ctx_switches_per_op)
+                .map_or_else(|| "-".to_owned(), |n| format!("{n:.1}"))
+        });
+        row(
+            out,
+            cell_of(broker, op, value_size).into_iter().chain(figures),
+        );
     }
 }
 

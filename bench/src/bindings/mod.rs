@@ -481,12 +481,13 @@ mod tests {
     #[test]
     fn quick_covers_the_target_cells_of_every_flavour() {
         let items = BindingsProfile::quick().items(&Flavour::ALL);
-        // 2 brokers x 2 sizes x 2 depths x 2 ops x 10 flavours + boundary + memory.
-        assert_eq!(items.len(), 2 * 2 * 2 * 2 * 10 + 2 * 10);
+        // 2 brokers x 2 sizes x 2 depths x 2 ops x 11 flavours + boundary + memory.
+        assert_eq!(items.len(), 2 * 2 * 2 * 2 * 11 + 2 * 11);
         let names: std::collections::BTreeSet<String> = items.iter().map(Item::name).collect();
         assert_eq!(names.len(), items.len());
         assert!(names.contains("python-async/set/16B/64/embedded"));
         assert!(names.contains("c-blocking/get/1KiB/1/mosquitto"));
         assert!(names.contains("node-promise/memory"));
+        assert!(names.contains("c-dispatch/set/16B/1/embedded"));
     }
 }

@@ -129,6 +129,7 @@ impl BindingResult {
             p99_us: out.p99_us.unwrap_or(0.0),
             max_us: out.max_us.unwrap_or(0.0),
             cpu_us_per_op: out.cpu_us_per_op.unwrap_or(0.0),
+            ctx_switches_per_op: out.ctx_switches_per_op,
             service_cpu_us_per_op: out.service_cpu_us_per_op,
             peak_rss_mb: out.peak_rss_mb,
             service_peak_rss_mb: None,
@@ -199,6 +200,8 @@ pub struct DriverOutput {
     pub cpu_us_per_op: Option<f64>,
     /// CPU of the service process per operation, µs.
     pub service_cpu_us_per_op: Option<f64>,
+    /// Context switches of the driver process per operation.
+    pub ctx_switches_per_op: Option<f64>,
     /// Peak resident memory of the driver, MiB.
     pub peak_rss_mb: Option<f64>,
     /// Boundary test: ns per failing call.

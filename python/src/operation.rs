@@ -4,18 +4,15 @@
 //! queue.
 
 use std::future::Future;
-use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use statestore::Result;
 
-use crate::api::{Canceller, Pending};
+use crate::api::{Canceller, CompletionQueue, Pending};
 use crate::errors::to_py;
 use crate::finalizing::{self, detach};
 
@@ -128,10 +125,16 @@ impl Operation {
         let work = self.take()?;
         let pending = Pending::spawn(work);
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = State::Spawned(pending.canceller());
-        let queue = completions.queue.clone();
-        // Inline: on the worker that completed the call; it only queues and maybe writes one
-        // byte, never takes the GIL.
-        pending.on_complete_inline(move |result| queue.push(future, result));
+        // Queued by the worker that completed the call, which never takes the GIL; resolved
+        // by the loop's `drain()`.
+        pending.on_complete_in(&completions.queue, move |result| {
+            Python::attach(|py| {
+                if let Err(error) = resolve(py, future, result) {
+                    // The loop's own error path (the future is gone or its loop closed).
+                    error.write_unraisable(py, None);
+                }
+            })
+        });
         Ok(())
     }
 
@@ -145,83 +148,48 @@ impl Operation {
     }
 }
 
-type Completed = (Py<PyAny>, Result<Conv>);
-
-/// The shared part of a [`Completions`]: results waiting for their event loop, and the
-/// socket that wakes it.
-struct Queue {
-    items: Mutex<Vec<Completed>>,
-    wake: UnixStream,
-}
-
-impl Queue {
-    fn push(&self, future: Py<PyAny>, result: Result<Conv>) {
-        let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
-        let first = items.is_empty();
-        items.push((future, result));
-        drop(items);
-        // One byte per batch: the loop drains every queued result when it reads. A full
-        // socket (WouldBlock) or a loop that is gone (the reader closed) needs no byte.
-        if first {
-            let _ = (&self.wake).write(&[1]);
-        }
-    }
-}
-
-/// The completion queue of one asyncio event loop: calls completed on the library's threads
-/// are queued here without the GIL, and the loop, woken by a byte on `fileno()` (registered
-/// with `loop.add_reader`), resolves their futures in `drain()` on its own thread. Many
-/// completions share one wake-up, and no library thread ever waits for the GIL.
+/// The completion queue of one asyncio event loop (core's [`CompletionQueue`]): calls completed
+/// on the library's threads are queued there without the GIL, and the loop, woken by its
+/// descriptor (`fileno()`, registered with `loop.add_reader`), resolves their futures in
+/// `drain()` on its own thread. Many completions share one wake-up, and no library thread ever
+/// waits for the GIL.
 #[pyclass(frozen, module = "statestore._native")]
 pub struct Completions {
-    queue: Arc<Queue>,
-    reader: UnixStream,
+    queue: CompletionQueue,
 }
 
 #[pymethods]
 impl Completions {
     #[new]
     fn new() -> PyResult<Completions> {
-        let (reader, wake) = UnixStream::pair()?;
-        reader.set_nonblocking(true)?;
-        wake.set_nonblocking(true)?;
-        Ok(Completions {
-            queue: Arc::new(Queue {
-                items: Mutex::new(Vec::new()),
-                wake,
-            }),
-            reader,
-        })
+        let queue = CompletionQueue::new().map_err(|e| Python::attach(|py| to_py(py, &e)))?;
+        Ok(Completions { queue })
     }
 
     /// The file descriptor to watch for reading.
     fn fileno(&self) -> i32 {
-        self.reader.as_raw_fd()
+        self.queue.fd()
     }
 
     /// Resolves every queued future (skipping the ones cancelled meanwhile).
-    fn drain(&self, py: Python<'_>) -> PyResult<()> {
-        // Bytes first, then the queue: a result queued after the take writes a new byte.
-        let mut buf = [0u8; 256];
-        while let Ok(n) = (&self.reader).read(&mut buf) {
-            if n < buf.len() {
-                break;
-            }
-        }
-        let items =
-            std::mem::take(&mut *self.queue.items.lock().unwrap_or_else(|e| e.into_inner()));
-        for (future, result) in items {
-            let future = future.bind(py);
-            if future.call_method0("done")?.is_truthy()? {
-                continue;
-            }
-            match convert(py, result) {
-                Ok(value) => future.call_method1("set_result", (value,))?,
-                Err(error) => future.call_method1("set_exception", (error.into_value(py),))?,
-            };
-        }
-        Ok(())
+    fn drain(&self) {
+        // Each queued completion attaches to the interpreter this thread holds already.
+        self.queue.run_ready();
     }
+}
+
+/// Sets `future`'s result or exception, unless it was cancelled meanwhile; on the event
+/// loop's thread, inside `drain()`.
+fn resolve(py: Python<'_>, future: Py<PyAny>, result: Result<Conv>) -> PyResult<()> {
+    let future = future.bind(py);
+    if future.call_method0("done")?.is_truthy()? {
+        return Ok(());
+    }
+    match convert(py, result) {
+        Ok(value) => future.call_method1("set_result", (value,))?,
+        Err(error) => future.call_method1("set_exception", (error.into_value(py),))?,
+    };
+    Ok(())
 }
 
 /// A call that panics, in its operation or (`in_conversion`) in converting its result: for the

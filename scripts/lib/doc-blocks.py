@@ -330,11 +330,11 @@ def script(root: Path, name: str) -> Tuple[str, int]:
             if block.lang in SHELL:
                 for command in commands(block):
                     if rule_for(command) == name:
-                        body.append(f"echo '== {doc}:{command.line}: {code(command.text)}' | sed 's/^/   /' >&2")
+                        body.append("echo " + shlex.quote(f"   == {doc}:{command.line}: {code(command.text)}") + " >&2")
                         body.append(wrap(command))
                         n += 1
             elif block.lang in SNIPPETS and snippet_rule(block) == name:
-                body.append(f"echo '== {doc}:{block.line}: the ```{block.lang} block' >&2")
+                body.append("echo " + shlex.quote(f"   == {doc}:{block.line}: the ```{block.lang} block") + " >&2")
                 body.append(f"run_{block.lang} <<'DOC_BLOCK'\n" + "\n".join(block.body) + "\nDOC_BLOCK")
                 n += 1
         if not body:

@@ -60,15 +60,13 @@ run "pkg-config finds statestore" 10 pkg-config --exists statestore statestore-s
 libdir="$(pkg-config --variable=libdir statestore)"
 run "soname is libstatestore.so.0" 10 bash -c "readelf -d '$libdir/libstatestore.so' | grep -q 'SONAME.*libstatestore.so.0'"
 
-# --- the server: the test kit's (statestore-testkit serve, as the Python and Node suites start
-# theirs), ending when this script does (its standard input is this script's pipe)
+# --- the server: the test kit's (statestore-testkit serve), ending with this script
 cargo build --quiet -p statestore-server -p statestore-testkit
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-coproc SERVER { exec "$target_dir/debug/statestore-testkit" serve embedded; }
-server_pid=$SERVER_PID
-port=""
-IFS= read -r -t 60 -u "${SERVER[0]}" line && port="${line##*:}"
-[ -n "$port" ] || { echo "statestore-testkit serve did not start: ${line:-no output within 60 s}"; exit 1; }
+source scripts/lib/testkit-serve.sh
+testkit_serve embedded "$target_dir"
+server_pid=$TESTKIT_SERVER_PID
+port=$TESTKIT_PORT
 export STATESTORE_TEST_PORT="$port"
 echo "== the test kit's server on port $port"
 

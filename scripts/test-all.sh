@@ -46,6 +46,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # Every relative link of the Markdown files resolves (file, folder, heading).
 python3 scripts/check-links.py
+# Every code block of the README and the docs is run (here and by each test-LANG.sh) or
+# checked against what CI runs, and the checker fails on broken docs.
+python3 scripts/lib/doc-blocks.py check
+python3 scripts/lib/doc-blocks.py selftest >/dev/null
 # tokio must park threads with std's locks: parking_lot's process-wide table crashes forked
 # children (third_party/README.md).
 tokio_features=$(cargo tree --workspace -e features -i tokio)
@@ -69,6 +73,24 @@ stage "rust tests"
 cargo test --workspace --doc
 # nextest: one process per test, each killed after 2 minutes if it hangs (.config/nextest.toml).
 cargo nextest run --workspace --no-tests=fail
+# The docs' command lines of the `statestore` tool, and docs/rust.md's [dependencies], as a
+# user runs them: `statestore` is the one the workspace built (as `cargo install --path cli`
+# installs it), the state store the lines start has the default port to itself.
+source scripts/lib/readme-blocks.sh
+prepare() {
+  export PATH="${CARGO_TARGET_DIR:-$PWD/target}/debug:$PATH"
+  # docs/cli.md's lock runs this report job: it writes the fenced key its next line deletes.
+  printf '#!/bin/sh\nexec statestore set report done --fencing-token "$STATESTORE_FENCING_TOKEN"\n' >make-report.sh
+  chmod +x make-report.sh
+}
+run_toml() { # a project beside a checkout in ./statestore, with the block's dependencies
+  ln -sfn "$DOC_ROOT" statestore
+  mkdir -p app-src
+  { printf '[package]\nname = "app"\nversion = "0.1.0"\nedition = "2021"\n[[bin]]\nname = "app"\npath = "app-src/main.rs"\n'; cat; } >Cargo.toml
+  echo 'fn main() {}' >app-src/main.rs
+  cargo metadata --offline --format-version 1 >/dev/null
+}
+run_doc_blocks cli --private-network
 
 # The release artefacts (dist/, scripts/package.sh), then each binding (installs the artefacts
 # as a user does, with no Rust toolchain on PATH, runs its tests and its runners of the shared

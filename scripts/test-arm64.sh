@@ -58,23 +58,17 @@ source scripts/lib/checks.sh
 # Debian's arm64 interpreters under qemu; paths outside $ARM64_ROOT are the host's.
 qemu_root=(qemu-aarch64 -L "$ARM64_ROOT")
 
-# --- the server (x86_64) on a free loopback port
-# STATESTORE_SERVER_BIN names a server binary already built (as for scripts/test-node.sh).
-server_bin="${STATESTORE_SERVER_BIN:-}"
-if [ -z "$server_bin" ]; then
-  cargo build --quiet -p statestore-server
-  server_bin="$(cargo metadata --format-version 1 --no-deps | "$PKG_PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/statestore-server"
+# --- the server (x86_64) on a free loopback port: the test kit's (statestore-testkit serve),
+# ending with this script; STATESTORE_TESTKIT_BIN names one already built.
+if [ -z "${STATESTORE_TESTKIT_BIN:-}" ]; then
+  cargo build --quiet -p statestore-testkit
+  target_dir="$(cargo metadata --format-version 1 --no-deps | "$PKG_PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 fi
-"$server_bin" --listen 127.0.0.1:0 --log-level warn >"$work/server.log" 2>&1 &
-server_pid=$!
-port=""
-deadline=$((SECONDS + 60))
-until [ -n "$port" ] || [ $SECONDS -ge $deadline ] || ! kill -0 "$server_pid" 2>/dev/null; do
-  port="$(sed -n 's/.*ready on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/server.log" | head -1)"
-  [ -n "$port" ] || sleep 0.1
-done
-[ -n "$port" ] || { echo "statestore-server did not start:"; cat "$work/server.log"; exit 1; }
-echo "== statestore-server on port $port"
+source scripts/lib/testkit-serve.sh
+testkit_serve embedded "${target_dir:-}"
+server_pid=$TESTKIT_SERVER_PID
+port=$TESTKIT_PORT
+echo "== the test kit's server on port $port"
 step server
 
 # --- Python: pip picks the wheel for a linux aarch64 CPython 3.11 by its tags

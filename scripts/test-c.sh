@@ -61,22 +61,15 @@ run "pkg-config finds statestore" 10 pkg-config --exists statestore statestore-s
 libdir="$(pkg-config --variable=libdir statestore)"
 run "soname is libstatestore.so.0" 10 bash -c "readelf -d '$libdir/libstatestore.so' | grep -q 'SONAME.*libstatestore.so.0'"
 
-# --- the server
-cargo build --quiet -p statestore-server
+# --- the server: the test kit's (statestore-testkit serve), ending with this script
+cargo build --quiet -p statestore-server -p statestore-testkit
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-server_log="$work/server.log"
-"$target_dir/debug/statestore-server" --listen 127.0.0.1:0 --log-level warn >"$server_log" 2>&1 &
-server_pid=$!
-port=""
-for _ in $(seq 1 300); do
-  port="$(sed -n 's/.*ready on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$server_log" | head -1)"
-  [ -n "$port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "statestore-server did not start:"; cat "$server_log"; exit 1; }
+source scripts/lib/testkit-serve.sh
+testkit_serve embedded "$target_dir"
+server_pid=$TESTKIT_SERVER_PID
+port=$TESTKIT_PORT
 export STATESTORE_TEST_PORT="$port"
-echo "== statestore-server on port $port"
+echo "== the test kit's server on port $port"
 
 # --- build the programs
 echo "== build"
@@ -249,6 +242,32 @@ run "tarball: the same headers as the repository" 10 diff -r include "$unpacked/
 tarball_env=(PKG_CONFIG_PATH="$unpacked/lib/pkgconfig" CMAKE_PREFIX_PATH="$unpacked" LD_LIBRARY_PATH="$unpacked/lib")
 run "tarball: pkg-config builds (C, C++, static) run" 300 "${as_user[@]}" "${tarball_env[@]}" bash tests/c/package-smoke.sh pkg-config "$work/smoke/tar-pc" "$port" "$version"
 run "tarball: CMake find_package builds run" 300 "${as_user[@]}" "${tarball_env[@]}" bash tests/c/package-smoke.sh cmake "$work/smoke/tar-cmake" "$port" "$version"
+# The docs' C lines, as written, in a user's shell (HOME a folder of their own): the README's
+# and docs/c.md's install, build and valgrind lines and docs/c.md's CMake lines, each
+# document's in a folder with its C program as app.c and the downloaded packages, with a
+# state store on localhost:1883 (in a network of their own, where that port is free).
+source scripts/lib/readme-blocks.sh
+prepare() {
+  export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
+  export HOME="$DOC_DIR/home"
+  unset PKG_CONFIG_PATH LD_LIBRARY_PATH CMAKE_PREFIX_PATH
+  ln -sf "$DOC_ROOT"/dist/* .
+  # The README's tarball line says where pkg-config and the loader look.
+  [ "$1" != README.md ] || export PKG_CONFIG_PATH="$PWD/libstatestore-$version-x86_64-linux-gnu/lib/pkgconfig" \
+    LD_LIBRARY_PATH="$PWD/libstatestore-$version-x86_64-linux-gnu/lib"
+  first_line "$STATESTORE_SERVER_BIN" --listen 127.0.0.1:1883 --log-level warn >/dev/null
+}
+run_cmake() { # the block in the CMakeLists.txt of a project of app.c, the prefix its comment names
+  mkdir -p cmake-app
+  { printf 'cmake_minimum_required(VERSION 3.16)\nproject(app C)\nadd_executable(app app.c)\n'; cat; } >cmake-app/CMakeLists.txt
+  cp app.c cmake-app/
+  cmake -S cmake-app -B cmake-app/build -DCMAKE_PREFIX_PATH="$HOME/.local" >/dev/null
+  cmake --build cmake-app/build >/dev/null
+  cmake-app/build/app
+}
+export -f prepare run_cmake run_doc_blocks
+STATESTORE_SERVER_BIN="$target_dir/debug/statestore-server" version="$version" SHOW_TAIL=1 \
+  run "the docs' C install and build lines run as written" 600 bash -c 'run_doc_blocks c --private-network'
 run "deb: control fields" 10 bash -c "
   [ \"\$(dpkg-deb -f '$debfile' Package Version Architecture)\" = \"\$(printf 'Package: libstatestore\nVersion: $version\nArchitecture: amd64')\" ] &&
   dpkg-deb -f '$debfile' Depends | grep -q 'libc6 (>= 2.17)' && [ -n \"\$(dpkg-deb -f '$debfile' Maintainer)\" ]"

@@ -32,9 +32,9 @@ echo "== node: rustfmt and clippy of the addons"
 cargo fmt -p statestore-node -p statestore-node-testing --check
 cargo clippy -p statestore-node -p statestore-node-testing --all-targets --quiet -- -D warnings
 
-echo "== node: statestore-server binary for the Mosquitto tests"
-cargo build -p statestore-server --quiet
-export STATESTORE_SERVER_BIN="$root/target/debug/statestore-server"
+echo "== node: the test kit's servers for the Mosquitto tests (statestore-testkit serve)"
+cargo build -p statestore-testkit --quiet
+export STATESTORE_TESTKIT_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/statestore-testkit"
 export STATESTORE_REPO="$root"
 
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
@@ -87,6 +87,14 @@ const ms = Number(process.hrtime.bigint() - t) / 1e6
 if (statestore.version !== process.argv[1]) throw new Error(`version ${statestore.version}`)
 console.log(`== mqtt-statestore ${statestore.version}: require ${ms.toFixed(0)} ms`)' "$version")
 run_suite "$work/user" 'test/*.test.mjs'
+# The docs' npm lines, as written, each document's in an empty project, with the local
+# registry as the public one.
+source scripts/lib/readme-blocks.sh
+prepare() {
+  npm init -y >/dev/null
+  export npm_config_userconfig="$NPMRC" npm_config_loglevel=error PATH="$USER_PATH"
+}
+run_doc_blocks node
 registry_stop
 
 echo "== node: a contributor's path: build inside node/, npm install <checkout>/node elsewhere"

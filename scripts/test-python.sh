@@ -4,8 +4,9 @@
 # (dist/, from scripts/package.sh, run here if they are missing) installed as a user installs
 # them, `pip install --no-index --find-links dist 'mqtt-statestore[testing]'`, with no cargo or
 # rustc on PATH; then every test in python/tests
-# (each with a deadline, against the in-process state store, and the statestore-server binary
-# on Mosquitto), the shared scenarios with Client and AsyncClient, the examples, mypy --strict
+# (each with a deadline, against the in-process state store, and the test kit's Mosquitto
+# with the state store attached: statestore-testkit serve), the shared scenarios with Client
+# and AsyncClient, the docs' pip lines, the examples, mypy --strict
 # on the package and the examples, mypy --strict over a file of deliberate type mistakes (each
 # must be reported) and correct uses (tests/test_types.py), and stubtest of the stubs against
 # the compiled module.
@@ -31,8 +32,8 @@ if ! "$py" -c "import pytest, pytest_asyncio, pytest_timeout, mypy" 2>/dev/null;
   "$venv/bin/pip" install -q --disable-pip-version-check "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3" "mypy>=1.10"
 fi
 
-# --- the statestore-server binary for the Mosquitto tests (the workspace test run built it)
-cargo build -q -p statestore-server
+# --- the test kit's servers for the Mosquitto tests (the workspace test run built them)
+cargo build -q -p statestore-testkit
 
 # --- install the built wheels as a user does, with no Rust toolchain to fall back on
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
@@ -58,6 +59,15 @@ runs = sorted(float(subprocess.check_output([sys.executable, "-c", code])) for _
 print(f"== statestore {statestore.__version__}: import statestore {runs[2] * 1000:.0f} ms (median of 5)")
 PY
 )
+
+# --- the docs' pip lines, as written, in a fresh venv that finds only dist/
+source scripts/lib/readme-blocks.sh
+prepare() {
+  [ -x "$DOC_WORK/venv/bin/pip" ] || python3 -m venv "$DOC_WORK/venv"
+  export PATH="$DOC_WORK/venv/bin:$USER_PATH" PIP_NO_INDEX=1 PIP_FIND_LINKS="$DOC_ROOT/dist" \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_QUIET=1
+}
+run_doc_blocks python
 
 # --- static checks: stubs and examples
 echo "== mypy --strict (package and examples)"

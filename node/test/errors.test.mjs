@@ -6,7 +6,7 @@ import { createRequire } from 'node:module'
 import { after, before, describe, test } from 'node:test'
 
 import { Client, ERROR_TABLE, ErrorCodes, compareVersions } from 'mqtt-statestore'
-import { deadline, freePort, startLocalServer, startMosquitto, unique } from './helpers.mjs'
+import { deadline, freePort, serve, startLocalServer, unique } from './helpers.mjs'
 
 const T = { timeout: 30_000 }
 let server
@@ -237,7 +237,7 @@ describe('bad values are STATESTORE_INVALID_ARGUMENT errors from core', () => {
 describe('timeouts and unreachable brokers', () => {
   let broker
   before(async () => {
-    broker = await startMosquitto()
+    broker = await serve('mosquitto-alone')
   })
   after(async () => {
     await broker?.close()

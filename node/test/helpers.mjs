@@ -1,10 +1,10 @@
-// Real parts for the tests: the in-process local state store, Mosquitto on a free loopback
-// port, and the statestore-server binary attached to it. Every wait has a deadline.
+// Real parts for the tests: the in-process local state store, and the test kit's servers
+// (Mosquitto, alone or with the state store attached; `serve`). Every wait has a deadline.
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
-import os from 'node:os'
 import path from 'node:path'
+import readline from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { after, before } from 'node:test'
 
@@ -63,96 +63,57 @@ export function freePort() {
   })
 }
 
-function canConnect(port) {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}
-
-async function waitForPort(port, child, ms, what) {
-  const end = Date.now() + ms
-  while (Date.now() < end) {
-    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}`)
-    if (await canConnect(port)) return
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  throw new Error(`${what} did not listen on ${port} within ${ms} ms`)
-}
-
-function mosquittoBinary() {
-  return fs.existsSync('/usr/sbin/mosquitto') ? '/usr/sbin/mosquitto' : 'mosquitto'
-}
-
-/** A Mosquitto broker on a free port; `restart()` kills it and starts it again on that port. */
-export async function startMosquitto() {
-  const port = await freePort()
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'statestore-node-mosquitto-'))
-  const conf = path.join(dir, 'mosquitto.conf')
-  fs.writeFileSync(conf, `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\nuser root\nlog_dest stderr\nlog_type error\n`)
-  let child = null
-  const start = async () => {
-    child = spawn(mosquittoBinary(), ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] })
-    child.stderr.resume()
-    await waitForPort(port, child, 10_000, 'mosquitto')
-  }
-  const stop = async () => {
-    if (!child || child.exitCode !== null) return
-    const exited = new Promise((r) => child.once('exit', r))
-    child.kill('SIGKILL')
-    await deadline(exited, 5_000, 'mosquitto exit')
-  }
-  await start()
-  return {
-    port,
-    host: '127.0.0.1',
-    stop,
-    async restart() {
-      await stop()
-      await start()
-    },
-    async close() {
-      await stop()
-      fs.rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-/** The statestore-server binary (built by scripts/test-node.sh). */
-export function serverBinary() {
-  if (process.env.STATESTORE_SERVER_BIN) return process.env.STATESTORE_SERVER_BIN
+/** The test kit's launcher (`cargo build -p statestore-testkit`, built by scripts/test-node.sh). */
+export function testkitBinary() {
+  if (process.env.STATESTORE_TESTKIT_BIN) return process.env.STATESTORE_TESTKIT_BIN
+  const target = process.env.CARGO_TARGET_DIR || path.join(repo, 'target')
   for (const profile of ['debug', 'release']) {
-    const candidate = path.join(repo, 'target', profile, 'statestore-server')
+    const candidate = path.join(target, profile, 'statestore-testkit')
     if (fs.existsSync(candidate)) return candidate
   }
-  throw new Error('statestore-server binary not found: run `cargo build -p statestore-server` or set STATESTORE_SERVER_BIN')
+  throw new Error('statestore-testkit not found: run `cargo build -p statestore-testkit` or set STATESTORE_TESTKIT_BIN')
 }
 
-/** The statestore-server binary attached to the broker at `brokerPort`, once ready. */
-export async function startServerBinary(brokerPort) {
-  const child = spawn(serverBinary(), ['--broker', `mqtt://127.0.0.1:${brokerPort}`, '--log-level', 'error'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+/**
+ * `statestore-testkit serve KIND` (tests/testkit), the servers every suite starts: 'embedded',
+ * 'mosquitto' (Mosquitto with the state store attached) or 'mosquitto-alone'. It ends when its
+ * standard input, held by this process, closes. Resolves { host, port, restart(), close() }:
+ * `restart()` restarts Mosquitto on the same port, its sessions lost.
+ */
+export async function serve(kind) {
+  const child = spawn(testkitBinary(), ['serve', kind], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  const queue = []
+  let waiter = null
+  readline.createInterface({ input: child.stdout }).on('line', (line) => {
+    if (waiter) waiter(line)
+    else queue.push(line)
+    waiter = null
   })
-  child.stderr.resume()
-  let output = ''
-  const ready = new Promise((resolve, reject) => {
-    child.stdout.on('data', (chunk) => {
-      output += chunk
-      if (output.includes('ready')) resolve()
-    })
-    child.once('exit', (code) => reject(new Error(`statestore-server exited with ${code}: ${output}`)))
-  })
-  await deadline(ready, 20_000, 'statestore-server ready line')
+  const nextLine = () => (queue.length > 0 ? Promise.resolve(queue.shift()) : new Promise((resolve) => (waiter = resolve)))
+  const answer = async (expected) => {
+    const line = await deadline(
+      Promise.race([nextLine(), exited.then((code) => `exited with ${code}`)]),
+      30_000,
+      `statestore-testkit serve ${kind}: ${expected}`,
+    )
+    if (!line.startsWith(expected)) throw new Error(`statestore-testkit serve ${kind}: expected ${expected}, got ${line}`)
+    return line
+  }
+  const port = Number((await answer('ready on ')).split(':').pop())
   return {
-    async stop() {
-      if (child.exitCode !== null) return
-      const exited = new Promise((r) => child.once('exit', r))
-      child.kill('SIGTERM')
-      await deadline(exited, 5_000, 'statestore-server exit')
+    host: '127.0.0.1',
+    port,
+    async restart() {
+      child.stdin.write('restart\n')
+      await answer('restarted')
+    },
+    async close() {
+      child.stdin.end()
+      await deadline(exited, 10_000, `statestore-testkit serve ${kind} ending`).catch((error) => {
+        child.kill('SIGKILL')
+        throw error
+      })
     },
   }
 }

@@ -1,22 +1,19 @@
-// The statestore-server binary attached to a real Mosquitto: operations through both APIs,
+// The state store attached to a real Mosquitto (the test kit's): operations through both APIs,
 // expiry notifications, and a broker restart (the observation resyncs and says so).
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 
 import { Client } from 'mqtt-statestore'
-import { deadline, nextEvent, startMosquitto, startServerBinary, unique } from './helpers.mjs'
+import { deadline, nextEvent, serve, unique } from './helpers.mjs'
 
 const T = { timeout: 60_000 }
 let broker
-let server
 
 before(async () => {
-  broker = await startMosquitto()
-  server = await startServerBinary(broker.port)
+  broker = await serve('mosquitto')
 })
 
 after(async () => {
-  await server?.stop()
   await broker?.close()
 })
 

@@ -1,16 +1,14 @@
 """Fixtures: the local state store in-process (statestore.testing), clients of both flavours,
-and Mosquitto with the statestore-server binary attached (tests marked ``mosquitto``)."""
+and Mosquitto, alone or with the state store attached, started by the test kit's launcher
+(``statestore-testkit serve``, shared with the Node and C suites and the Rust tests)."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
-import time
 import uuid
 from pathlib import Path
-from typing import AsyncIterator, Iterator, Optional
+from typing import AsyncIterator, Iterator
 
 import pytest
 
@@ -45,91 +43,69 @@ async def aclient(server: LocalStateStore) -> AsyncIterator[statestore.AsyncClie
         yield c
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, deadline: float = 10.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)  # polling a port that has no readiness event
-    raise RuntimeError(f"nothing listens on port {port}")
-
-
-class Mosquitto:
-    """A real Mosquitto on a free loopback port; restartable on the same port."""
-
-    def __init__(self, tmp: Path) -> None:
-        exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-        if not os.path.exists(exe):
-            pytest.fail("mosquitto is not installed (scripts/test-python.sh installs it)")
-        self.exe = exe
-        self.port = free_port()
-        self.conf = tmp / "mosquitto.conf"
-        self.conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n")
-        self.proc: Optional[subprocess.Popen[bytes]] = None
-        self.start()
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen([self.exe, "-c", str(self.conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(self.port)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-            self.proc = None
-
-
-def server_binary() -> str:
+def testkit_binary() -> str:
+    """The test kit's launcher (`cargo build -p statestore-testkit`): the servers every suite
+    starts, the Rust tests' own."""
+    if os.environ.get("STATESTORE_TESTKIT_BIN"):
+        return os.environ["STATESTORE_TESTKIT_BIN"]
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    for profile in ("release", "debug"):
-        exe = target / profile / "statestore-server"
+    for profile in ("debug", "release"):
+        exe = target / profile / "statestore-testkit"
         if exe.exists():
             return str(exe)
-    pytest.fail("statestore-server is not built (scripts/test-python.sh builds it)")
+    pytest.fail("statestore-testkit is not built: cargo build -p statestore-testkit (scripts/test-python.sh builds it)")
 
 
-class ServerProcess:
-    """The statestore-server binary attached to a broker (--broker)."""
+class Served:
+    """`statestore-testkit serve KIND` (tests/testkit): a server on a free loopback port that
+    ends when its standard input, held by this process, closes. `port`: where clients connect."""
 
-    def __init__(self, broker_port: int) -> None:
+    def __init__(self, kind: str) -> None:
         self.proc = subprocess.Popen(
-            [server_binary(), "--broker", f"mqtt://127.0.0.1:{broker_port}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            [testkit_binary(), "serve", kind], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
+        self.port = int(self._answer("ready on ").rsplit(":", 1)[1])
+
+    def _answer(self, expected: str) -> str:
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().decode()
-        if "ready" not in line:
+        line = self.proc.stdout.readline()  # the launcher's own deadlines bound this wait
+        if not line.startswith(expected):
             self.stop()
-            pytest.fail(f"statestore-server did not start: {line!r}")
+            pytest.fail(f"statestore-testkit serve: expected {expected!r}, got {line!r}")
+        return line.strip()
+
+    def restart(self) -> None:
+        """Restarts Mosquitto on the same port (its sessions lost, as after a crash)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("restart\n")
+        self.proc.stdin.flush()
+        self._answer("restarted")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
 
 
 @pytest.fixture
-def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
-    broker = Mosquitto(tmp_path)
+def mosquitto() -> Iterator[Served]:
+    """Mosquitto alone: requests get no answer."""
+    served = Served("mosquitto-alone")
     try:
-        yield broker
+        yield served
     finally:
-        broker.stop()
+        served.stop()
 
 
 @pytest.fixture
-def on_mosquitto(mosquitto: Mosquitto) -> Iterator[Mosquitto]:
-    """Mosquitto with the statestore-server binary attached to it."""
-    server = ServerProcess(mosquitto.port)
+def on_mosquitto() -> Iterator[Served]:
+    """Mosquitto with the state store attached to it."""
+    served = Served("mosquitto")
     try:
-        yield mosquitto
+        yield served
     finally:
-        server.stop()
+        served.stop()

@@ -1,4 +1,4 @@
-"""The statestore-server binary attached to a real Mosquitto: the operations of both clients,
+"""The state store attached to a real Mosquitto (the test kit's): the operations of both clients,
 and a broker restart (the observation reports `resynced`)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pytest
 import statestore
 from statestore import AsyncClient, Client, Condition
 
-from conftest import Mosquitto
+from conftest import Served
 
 
-def test_operations(on_mosquitto: Mosquitto, key: str) -> None:
+def test_operations(on_mosquitto: Served, key: str) -> None:
     with Client.connect("127.0.0.1", on_mosquitto.port) as c:
         assert c.set(key, "v", expiry=30).applied
         assert not c.set(key, "w", condition=Condition.NX).applied
@@ -26,7 +26,7 @@ def test_operations(on_mosquitto: Mosquitto, key: str) -> None:
         assert c.delete(key, fencing_token=guard.fencing_token).deleted
 
 
-async def test_async_operations(on_mosquitto: Mosquitto, key: str) -> None:
+async def test_async_operations(on_mosquitto: Served, key: str) -> None:
     async with await AsyncClient.connect("127.0.0.1", on_mosquitto.port) as c:
         assert (await c.set(key, "v")).applied
         assert (await c.get(key)).value == b"v"  # type: ignore[union-attr]
@@ -41,12 +41,11 @@ async def test_async_operations(on_mosquitto: Mosquitto, key: str) -> None:
         await e.resign()
 
 
-def test_broker_restart_resyncs(on_mosquitto: Mosquitto, key: str) -> None:
+def test_broker_restart_resyncs(on_mosquitto: Served, key: str) -> None:
     with Client.connect("127.0.0.1", on_mosquitto.port, reconnect_max_delay=0.5, default_timeout=20) as c:
         c.set(key, "before")
         with c.observe(key) as obs:
-            on_mosquitto.stop()
-            on_mosquitto.start()
+            on_mosquitto.restart()
             event = obs.next(timeout=30)
             assert event is not None and event.kind == "resynced", event
             assert event.value == b"before" or event.value is None  # a non-persistent broker may lose it
@@ -54,7 +53,7 @@ def test_broker_restart_resyncs(on_mosquitto: Mosquitto, key: str) -> None:
         assert c.set(key, "after", timeout=20).applied
 
 
-def test_connection_lost_is_reported(mosquitto: Mosquitto) -> None:
+def test_connection_lost_is_reported(mosquitto: Served) -> None:
     # No state store on this broker: a request gets no answer and times out.
     with Client.connect("127.0.0.1", mosquitto.port) as c:
         with pytest.raises(statestore.TimeoutError) as info:

@@ -14,6 +14,11 @@
 //! - Clients: [`options`], [`quick`], [`connect`], [`client`], [`embedded_with_client`],
 //!   [`next_event`], [`set_all`].
 //! - TLS: [`tls`] (a self-signed certificate, files, a server that speaks only TLS).
+//! - For the Python, Node and C suites: the binary `statestore-testkit serve
+//!   embedded|mosquitto|mosquitto-alone` starts [`embedded`], [`on_mosquitto`] or a
+//!   [`Mosquitto`] alone, prints `ready on 127.0.0.1:PORT`, and serves until its standard
+//!   input closes (the same protocol as a [`Fixture`]), so every suite starts its servers the
+//!   same way.
 //!
 //! Helpers that only tests call panic with a message naming what failed: a broken
 //! environment (Mosquitto not installed, no loopback) is a failed test. Those that programs

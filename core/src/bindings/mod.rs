@@ -3,6 +3,8 @@
 //! - [`Pending`]: one bridge from a core future to any host: block on it ([`Pending::wait`],
 //!   or in slices with [`Pending::wait_timeout`] to check for signals), get a callback
 //!   ([`Pending::on_complete`], run on the library's dispatcher thread), await it, or cancel it.
+//! - [`lost_within`]: `lost(timeout)` of a lease, lock guard or election, with one meaning of
+//!   the timeout in every language.
 //! - [`Event`] and [`EventStream`]: key notifications, leadership changes and lease losses as
 //!   one flat event type, pulled (blocking or async) or pushed to a sink.
 //! - [`ErrorInfo`] and the code table on [`ErrorCode`](crate::ErrorCode):
@@ -32,6 +34,7 @@ pub mod duration;
 mod events;
 mod handles;
 pub mod logs;
+mod loss;
 mod options;
 mod pending;
 mod vocab;
@@ -39,6 +42,7 @@ mod vocab;
 pub use crate::error::{ErrorCategory, ErrorInfo};
 pub use events::{Event, EventKind, EventStream};
 pub use handles::HandleTable;
+pub use loss::lost_within;
 pub use options::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
 pub use pending::{Canceller, Pending};
 pub use vocab::{compare_versions, set_condition, version, vocabulary, Case};

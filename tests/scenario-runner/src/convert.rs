@@ -238,11 +238,6 @@ pub fn lost_fields(loss: Option<&statestore::lease::Loss>) -> Fields {
     )])
 }
 
-/// `lease_lost` when the lease is still held at the deadline.
-pub fn still_held(timeout: Duration) -> Error {
-    Error::Timeout(timeout)
-}
-
 /// The functions of `update`.
 #[derive(Debug, Clone)]
 pub enum UpdateFn {

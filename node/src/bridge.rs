@@ -18,6 +18,7 @@ use statestore::Hlc;
 
 /// A key or value as JavaScript passes it: a string (UTF-8) or a Buffer (the JS wrapper turns
 /// any other Uint8Array into a Buffer over the same memory).
+#[napi]
 pub type JsBytes = Either<String, Buffer>;
 
 /// Copies JavaScript bytes into core's `Bytes` (a string is moved, not copied again).
@@ -29,6 +30,7 @@ pub fn bytes(value: JsBytes) -> Bytes {
 }
 
 /// A field that is `null` in JavaScript when absent (an `Option` field would be left out).
+#[napi]
 pub type Nullable<T> = Either<T, Null>;
 
 /// [`Nullable`] of an `Option`.
@@ -256,6 +258,7 @@ impl NativeCall {
 }
 
 /// The last argument of every native operation (see [`NativeCall`]).
+#[napi]
 pub type Call<'a> = Option<&'a NativeCall>;
 
 /// What a native operation returns: the value (blocking call) or a Promise of it.

@@ -1,8 +1,6 @@
 //! Translation between the scenario format and the Rust API, shared by both flavours:
 //! arguments to options, results and events to [`Fields`], errors to code names.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use serde_json::Value;
 use statestore::bindings::OptionValue;

@@ -246,35 +246,6 @@ typedef int32_t statestore_status;
 #endif // __cplusplus
 
 /**
- * What a DEL or VDEL did.
- */
-enum statestore_delete_outcome
-#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
-  : int32_t
-#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
- {
-  /**
-   * The key was deleted.
-   */
-  STATESTORE_DELETED = 0,
-  /**
-   * The key did not exist.
-   */
-  STATESTORE_NOT_FOUND = 1,
-  /**
-   * VDEL only: the key holds another value, so it was kept.
-   */
-  STATESTORE_VALUE_MISMATCH = 2,
-};
-#ifndef __cplusplus
-#if __STDC_VERSION__ >= 202311L
-typedef enum statestore_delete_outcome statestore_delete_outcome;
-#else
-typedef int32_t statestore_delete_outcome;
-#endif // __STDC_VERSION__ >= 202311L
-#endif // __cplusplus
-
-/**
  * When a SET applies.
  */
 enum statestore_condition
@@ -301,6 +272,35 @@ enum statestore_condition
 typedef enum statestore_condition statestore_condition;
 #else
 typedef int32_t statestore_condition;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What a DEL or VDEL did.
+ */
+enum statestore_delete_outcome
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The key was deleted.
+   */
+  STATESTORE_DELETED = 0,
+  /**
+   * The key did not exist.
+   */
+  STATESTORE_NOT_FOUND = 1,
+  /**
+   * VDEL only: the key holds another value, so it was kept.
+   */
+  STATESTORE_VALUE_MISMATCH = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum statestore_delete_outcome statestore_delete_outcome;
+#else
+typedef int32_t statestore_delete_outcome;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -991,6 +991,19 @@ void statestore_key_list_free(struct statestore_key_list *list);
  * `text` is NULL or a string this library gave to be freed here, not yet freed.
  */
 void statestore_string_free(char *text);
+
+/**
+ * The SET condition called `name`, for `statestore_set_options.condition`: `"always"`,
+ * `"nx"` or `"only_if_absent"`, `"nex"` or `"only_if_absent_or_equal"`, in any ASCII case
+ * (the names the Python, Node and command line APIs accept, read from the library's one
+ * table). An unknown name fails with `STATESTORE_ERR_INVALID_ARGUMENT`, whose message names
+ * it and lists the accepted ones; so does NULL for either argument. On failure
+ * `*condition` is left as it was.
+ *
+ * # Safety
+ * `name` is NULL or NUL-terminated; `condition` is NULL or points to writable storage.
+ */
+statestore_status statestore_condition_from_name(const char *name, statestore_condition *condition);
 
 /**
  * Sets `key` to `value`. `options` may be NULL (defaults). `*result` (if `result` is not

@@ -901,6 +901,15 @@ private:
     detail::Handle<statestore_client, statestore_client_free> handle_;
 };
 
+/// statestore_condition_from_name(): the condition called `name` ("always", "nx",
+/// "only_if_absent", "nex", "only_if_absent_or_equal", any ASCII case); throws Error
+/// (INVALID_ARGUMENT, naming the word and the accepted ones) for any other.
+inline Condition condition_from_name(const std::string &name) {
+    statestore_condition condition = STATESTORE_SET_ALWAYS;
+    detail::check(statestore_condition_from_name(name.c_str(), &condition));
+    return Condition(condition);
+}
+
 /// statestore_shutdown(): ends the library's threads once every handle but Options is gone
 /// (for a leak-checked program's last line); throws Error while any is live or in a callback.
 inline void shutdown() { detail::check(statestore_shutdown()); }

@@ -354,7 +354,10 @@ export declare class Lease<V = Buffer> {
   readonly isHeld: boolean
   /** The lease's state now. */
   readonly state: { state: 'notHeld' | 'held' | 'lost'; fencingToken: Version | null; loss: Loss | null }
-  /** Waits until not held: the loss, or null if released (or never held); STATESTORE_TIMEOUT after `timeout` ms. */
+  /**
+   * Waits until not held, for at most `timeout` ms (absent: until then; 0: the state now): the
+   * loss, or null if released, never held, or still held when the time is up.
+   */
   lost(options?: { timeout?: number } & Abortable): Promise<Loss | null>
   lostSync(options?: { timeout?: number }): Loss | null
   /** A stream with one `lost` event when the lease is lost. */

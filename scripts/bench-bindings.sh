@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16: every binding flavour side by side with the Rust clients and with the protocol
+# The bindings benchmark: every binding flavour side by side with the Rust clients and with the protocol
 # spoken by hand (paho-mqtt, mqtt.js), in one run. Installs what the drivers need under
 # target/bench-bindings/ the way users do: the release packages of dist/ (scripts/package.sh,
 # run here for the languages whose packages are missing or older than the sources) in a venv

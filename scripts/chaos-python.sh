@@ -4,8 +4,7 @@
 # the release wheels the way a user does (pip install --no-index --find-links dist
 # 'mqtt-statestore[testing]', after scripts/package.sh python when dist/ has none newer than the
 # sources) when the installed one is missing or older than any source file of core/ or python/. A package or in-place extension built from older sources
-# would test old code; it did once, and made the chaos run report lock overlaps that the
-# current code does not have.
+# would test code other than the checkout's, and the run would judge that instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target_dir="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo target)"

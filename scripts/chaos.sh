@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos run (issue 17): writers in every flavour on two rings (an embedded
+# The chaos run: writers in every flavour on two rings (an embedded
 # `statestore-server --data-dir` behind a cutting proxy, and Mosquitto with a
 # `statestore-server --broker` behind one) while a fault driver cuts and delays links,
 # restarts Mosquitto with and without its sessions and SIGKILLs the server; then a checker

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke test of the bindings benchmark (issue 16): runs `scripts/bench-bindings.sh --quick`
+# Smoke test of the bindings benchmark: runs `scripts/bench-bindings.sh --quick`
 # into a temporary folder (it installs what it needs: the venv, the Node folder, libstatestore
 # and the C driver, under target/bench-bindings/) and checks the results. No timing is
 # asserted: only that every flavour produced numbers (throughput and latency of each cell,

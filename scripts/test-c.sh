@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The C ABI's tests (issue 13), from a fresh clone: installs what it needs (pkg-config, cmake,
+# The C ABI's tests, from a fresh clone: installs what it needs (pkg-config, cmake,
 # valgrind, g++, libcjson-dev, libuv1-dev via apt; cbindgen 0.29 via cargo), checks that the committed
 # header is what cbindgen generates and that each header compiles alone, installs the library
 # into a temporary prefix with scripts/install-c.sh (as a user would), builds every C program

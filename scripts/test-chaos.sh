@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17 in its short form, for bash .ci/run: the checker's own tests, the Rust clients
+# The chaos run in its short form, for bash .ci/run: the checker's own tests, the Rust clients
 # against the malicious state store and the security fixtures, the hostile-input and
 # connection-security tests of the C, Python and Node bindings, then the chaos run for about
 # two minutes (CHAOS_DURATION overrides; every language must take part: one that cannot be

@@ -10,7 +10,8 @@
 #   2. a contributor's path: `npm install` and `npm run build:debug` inside node/, then
 #      `npm install <checkout>/node` into an empty project outside the repository, and the
 #      README example there;
-#   3. `tsc --noEmit --strict` on the TypeScript example, tsc over a file of deliberate type
+#   3. `tsc --noEmit --strict` on the TypeScript example and on the addons' generated
+#      declarations (native.d.ts, testing/index.d.ts), tsc over a file of deliberate type
 #      mistakes (each must be reported) and correct uses (node/typecheck/check.mjs), index.d.ts
 #      against the addon's generated native.d.ts and exports (node/typecheck/backing.mjs), and
 #      clippy/rustfmt of the crates.
@@ -124,6 +125,8 @@ for addon in node/testing/npm/linux-x64-gnu/*.node; do [ -f "$addon" ] && cp "$a
 
 echo "== node: tsc --noEmit --strict on the TypeScript example"
 (cd node && timeout 120 npx tsc -p examples/tsconfig.json --noEmit --strict)
+echo "== node: tsc --noEmit --strict on the addons' generated native.d.ts and testing/index.d.ts"
+(cd node && timeout 120 npx tsc -p typecheck/native.tsconfig.json)
 echo "== node: tsc --strict reports every mistake of typecheck/mistakes.ts, accepts typecheck/correct.ts"
 (cd node && timeout 180 node typecheck/check.mjs)
 echo "== node: index.d.ts promises no call the addon (and its generated native.d.ts) lacks"

@@ -356,6 +356,43 @@ pub enum statestore_condition {
     STATESTORE_SET_IF_ABSENT_OR_EQUAL = 2,
 }
 
+impl From<SetCondition> for statestore_condition {
+    fn from(condition: SetCondition) -> Self {
+        match condition {
+            SetCondition::Always => Self::STATESTORE_SET_ALWAYS,
+            SetCondition::OnlyIfAbsent => Self::STATESTORE_SET_IF_ABSENT,
+            SetCondition::OnlyIfAbsentOrEqual => Self::STATESTORE_SET_IF_ABSENT_OR_EQUAL,
+        }
+    }
+}
+
+/// The SET condition called `name`, for `statestore_set_options.condition`: `"always"`,
+/// `"nx"` or `"only_if_absent"`, `"nex"` or `"only_if_absent_or_equal"`, in any ASCII case
+/// (the names the Python, Node and command line APIs accept, read from the library's one
+/// table). An unknown name fails with `STATESTORE_ERR_INVALID_ARGUMENT`, whose message names
+/// it and lists the accepted ones; so does NULL for either argument. On failure
+/// `*condition` is left as it was.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated; `condition` is NULL or points to writable storage.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_condition_from_name(
+    name: *const c_char,
+    condition: *mut statestore_condition,
+) -> statestore_status {
+    // SAFETY: `condition` is NULL or writable during this call (this function's contract).
+    let condition = unsafe { Out::new(condition) };
+    entry(|| {
+        if condition.is_null() {
+            return Err(util::null("condition"));
+        }
+        // SAFETY: `name` is NULL or NUL-terminated (this function's contract).
+        let name = unsafe { util::string(name, "name") }?;
+        let parsed = statestore_core::bindings::set_condition(&name, "name")?;
+        condition.put("condition", parsed.into())
+    })
+}
+
 /// Options of a SET. All zero (`statestore_set_options o = {0};`) is the default: always,
 /// no expiry, no fencing token, not persisted, the client's default timeout. Passing NULL
 /// means the same. An expiry or timeout counts only with its `has_` flag set; then it must

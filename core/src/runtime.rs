@@ -75,8 +75,8 @@ thread_local! {
 static PID: AtomicU32 = AtomicU32::new(0);
 
 /// The id of the calling process, without a system call: the library checks it on every call
-/// (to refuse work inherited across `fork`), and glibc no longer caches `getpid`, so asking the
-/// kernel each time cost several system calls per operation. A `pthread_atfork` child handler
+/// (to refuse work inherited across `fork`), and glibc does not cache `getpid`, so asking the
+/// kernel each time would cost several system calls per operation. A `pthread_atfork` child handler
 /// keeps the cached value right in a child made by `fork()`; a child made by a raw `clone` or
 /// `vfork` system call must `exec` or `_exit` before it calls into the library, as POSIX requires
 /// of such children anyway.

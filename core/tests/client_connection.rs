@@ -186,7 +186,7 @@ async fn a_refused_subscription_fails_connect() {
     );
 }
 
-/// Issue 12 (also): `connect` reads its files (here the password file) on the blocking pool,
+/// `connect` reads its files (here the password file) on the blocking pool,
 /// not on the runtime's thread. The file is a FIFO whose writer waits for a task of the same
 /// single-threaded runtime: a read on the runtime's thread would block that task for good,
 /// and the writer then gives up and writes a wrong password.

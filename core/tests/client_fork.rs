@@ -64,8 +64,8 @@ fn child(parent: &Client, options: statestore::ConnectOptions) -> i32 {
     if !matches!(inherited, Ok(Err(Error::Runtime(_)))) {
         return PARENT_ASYNC_CLIENT_NOT_REFUSED;
     }
-    // Closing it is refused at once too (it used to wait out the cleanup grace period for the
-    // parent's tasks, then report success).
+    // Closing it is refused at once too, rather than waiting out the cleanup grace period for
+    // the parent's tasks and then reporting success.
     let closed = statestore::runtime::block_on(parent.as_async().close());
     if !matches!(closed, Ok(Err(Error::Runtime(_)))) {
         return PARENT_CLOSE_NOT_REFUSED;

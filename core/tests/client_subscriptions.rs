@@ -8,7 +8,7 @@ use statestore_testkit as kit;
 use statestore_testkit::scripted::{Reply, Scripted};
 use statestore_testkit::{within, Proxy, SatBroker};
 
-/// Point 3 of issue 12: a SUBACK refused on a reconnection leaves the client failed only
+/// A SUBACK refused on a reconnection leaves the client failed only
 /// until a later subscription attempt on the same connection is granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_resubscription_is_retried_on_the_same_connection() {

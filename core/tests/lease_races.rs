@@ -32,7 +32,7 @@ async fn poll_once<F: Future>(mut future: Pin<&mut F>) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
 
-/// Point 8 of issue 12: a release that starts while an acquisition is in flight ends the
+/// A release that starts while an acquisition is in flight ends the
 /// holding that acquisition begins, instead of clearing the state before it and leaving
 /// `Held` for a key its VDEL deleted.
 #[tokio::test]
@@ -90,7 +90,7 @@ fn first_set_applies(
     }
 }
 
-/// Point 2a of issue 12: a renewal that finds another holder declares the loss at once; the
+/// A renewal that finds another holder declares the loss at once; the
 /// holder's name, read afterwards, is filled in when the read answers.
 #[tokio::test]
 async fn a_renewal_that_finds_another_holder_declares_the_loss_before_reading_it() {
@@ -137,7 +137,7 @@ async fn a_renewal_that_finds_another_holder_declares_the_loss_before_reading_it
     );
 }
 
-/// Point 2b of issue 12: the keeper's renewal waits for the lease's requests (here an
+/// The keeper's renewal waits for the lease's requests (here an
 /// acquisition whose SET goes unanswered) no later than the holding's deadline, and then
 /// declares the loss.
 #[tokio::test]
@@ -181,7 +181,7 @@ async fn expiry_is_declared_while_an_acquisition_holds_the_requests() {
     assert!(acquired.unwrap().is_acquired());
 }
 
-/// Issue 12 (also; `statestore lock` interrupted by SIGINT): an acquisition whose future is
+/// An acquisition (as when `statestore lock` is interrupted by SIGINT) whose future is
 /// dropped while its SET is in flight gives the key back (the SET may have applied), as one
 /// cut short by its timeout does, even if the client is closed right after.
 #[tokio::test]

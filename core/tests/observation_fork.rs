@@ -16,7 +16,8 @@ const OK: i32 = 0;
 const OBSERVATION_NOT_REFUSED: i32 = 10;
 const LEADER_OBSERVATION_NOT_REFUSED: i32 = 11;
 
-/// Point 6 of issue 12.
+/// Observations (of keys and of leadership) inherited by a forked child fail there instead of
+/// reading state that the parent's runtime feeds.
 #[test]
 fn inherited_observations_fail_in_a_forked_child() {
     let host = tokio::runtime::Builder::new_multi_thread()

@@ -30,7 +30,7 @@ fn keynotify(received: &Received) -> Option<(&Bytes, bool)> {
     }
 }
 
-/// Point 9 of issue 12: a KEYNOTIFY the service is slow to answer holds up only the
+/// A KEYNOTIFY the service is slow to answer holds up only the
 /// registrations of its own key.
 #[tokio::test]
 async fn a_slow_registration_does_not_hold_up_other_keys() {
@@ -56,7 +56,7 @@ async fn a_slow_registration_does_not_hold_up_other_keys() {
     assert!(within("the slow observation", slow).await.unwrap().is_ok());
 }
 
-/// Point 5 of issue 12 (second half): an `observe` whose KEYNOTIFY fails with an unknown
+/// An `observe` whose KEYNOTIFY fails with an unknown
 /// outcome (here its timeout, which paused time makes fire before the client-wide bound of
 /// the same length) may have registered the key: a STOP follows.
 #[tokio::test]
@@ -82,7 +82,7 @@ async fn an_observe_with_an_unknown_outcome_is_stopped() {
     );
 }
 
-/// Point 5 of issue 12 (first half): the re-registration of an observed key after a
+/// The re-registration of an observed key after a
 /// reconnect takes the key's registration lock, so that the STOP sent when its last
 /// observation is dropped meanwhile waits for it instead of overtaking it (which, should the
 /// re-registration be sent again, leaves it registered with nobody observing).

@@ -18,6 +18,7 @@ use statestore::Hlc;
 
 /// A key or value as JavaScript passes it: a string (UTF-8) or a Buffer (the JS wrapper turns
 /// any other Uint8Array into a Buffer over the same memory).
+#[napi]
 pub type JsBytes = Either<String, Buffer>;
 
 /// Copies JavaScript bytes into core's `Bytes` (a string is moved, not copied again).
@@ -29,6 +30,7 @@ pub fn bytes(value: JsBytes) -> Bytes {
 }
 
 /// A field that is `null` in JavaScript when absent (an `Option` field would be left out).
+#[napi]
 pub type Nullable<T> = Either<T, Null>;
 
 /// [`Nullable`] of an `Option`.
@@ -114,15 +116,19 @@ impl ToNapiValue for JsBuffer {
     unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
         let mut made = ptr::null_mut();
         let (data, len) = (value.bytes.as_ptr(), value.bytes.len());
-        // SAFETY: `data` points at `len` bytes that `value` keeps alive for the call; both
-        // functions copy them into memory of the engine, and `made` is written by them.
-        check(unsafe {
-            if value.text {
-                sys::napi_create_string_utf8(env, data.cast(), len as isize, &mut made)
-            } else {
+        let status = if value.text {
+            // SAFETY: `env` is the live environment napi-rs converts on (this trait's contract);
+            // `data` points at `len` bytes of UTF-8 that `value` keeps alive for the call, which
+            // copies them into a string of the engine; `made` is a local it writes.
+            unsafe { sys::napi_create_string_utf8(env, data.cast(), len as isize, &mut made) }
+        } else {
+            // SAFETY: as above; the bytes are copied into a Buffer the engine owns, and the
+            // null `result_data` asks for no pointer into it.
+            unsafe {
                 sys::napi_create_buffer_copy(env, len, data.cast(), ptr::null_mut(), &mut made)
             }
-        })?;
+        };
+        check(status)?;
         Ok(made)
     }
 }
@@ -166,22 +172,26 @@ pub const STOP_CHECK: Duration = Duration::from_millis(50);
 pub fn alive(env: &Env) -> statestore::Result<()> {
     let raw = env.raw();
     let mut scope = ptr::null_mut();
-    // SAFETY: on the environment's own thread, inside a call from JavaScript; the scope opened
-    // here is closed before returning, so no handle outlives it.
-    let status = unsafe {
-        if sys::napi_open_handle_scope(raw, &mut scope) != sys::Status::napi_ok {
-            // Not an answer either way: keep waiting, and look again next time.
-            sys::Status::napi_ok
-        } else {
-            let mut undefined = ptr::null_mut();
-            let mut coerced = ptr::null_mut();
-            let mut status = sys::napi_get_undefined(raw, &mut undefined);
-            if status == sys::Status::napi_ok {
-                status = sys::napi_coerce_to_bool(raw, undefined, &mut coerced);
-            }
-            sys::napi_close_handle_scope(raw, scope);
-            status
+    // SAFETY: `raw` is the environment of the JavaScript call running on this thread (the
+    // caller's contract: called inside the blocking call); `scope` is a local it writes.
+    let opened = unsafe { sys::napi_open_handle_scope(raw, &mut scope) };
+    let status = if opened != sys::Status::napi_ok {
+        // Not an answer either way: keep waiting, and look again next time.
+        sys::Status::napi_ok
+    } else {
+        let mut undefined = ptr::null_mut();
+        let mut coerced = ptr::null_mut();
+        // SAFETY: the same environment, on its thread, inside the scope just opened (which
+        // owns the handle written to the local `undefined`).
+        let mut status = unsafe { sys::napi_get_undefined(raw, &mut undefined) };
+        if status == sys::Status::napi_ok {
+            // SAFETY: as above; `undefined` is a handle of the open scope.
+            status = unsafe { sys::napi_coerce_to_bool(raw, undefined, &mut coerced) };
         }
+        // SAFETY: `scope` was opened above on this environment and thread, and is closed once;
+        // no handle made in it is used after this.
+        unsafe { sys::napi_close_handle_scope(raw, scope) };
+        status
     };
     if status == sys::Status::napi_ok {
         Ok(())
@@ -256,6 +266,7 @@ impl NativeCall {
 }
 
 /// The last argument of every native operation (see [`NativeCall`]).
+#[napi]
 pub type Call<'a> = Option<&'a NativeCall>;
 
 /// What a native operation returns: the value (blocking call) or a Promise of it.
@@ -306,6 +317,8 @@ where
     let queue = settle::queue(env)?;
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
+    // SAFETY: `env` is the environment of the JavaScript call running on this thread (a `&Env`
+    // is only handed out there); `deferred` and `promise` are locals it writes.
     check(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
     let deferred = settle::Deferred(deferred);
     queue.begin(env);
@@ -313,12 +326,15 @@ where
         queue.send(Box::new(move |raw: sys::napi_env| {
             let env = Env::from_raw(raw);
             let value = match result {
-                Ok(value) => {
-                    convert(&env, value).and_then(|data| unsafe { D::to_napi_value(raw, data) })
-                }
+                Ok(value) => convert(&env, value).and_then(|data| {
+                    // SAFETY: the queue runs each job on the environment's JavaScript thread
+                    // with its live `raw` env (`settle::call_js` drops jobs once it is gone).
+                    unsafe { D::to_napi_value(raw, data) }
+                }),
                 Err(error) => Err(js_error(&env, &error)),
             };
-            deferred.settle(raw, value);
+            // SAFETY: the queue runs each job on the environment's thread with its live `raw`.
+            unsafe { deferred.settle(raw, value) };
         }))
     });
     Ok(Object::from_raw(env.raw(), promise))
@@ -353,28 +369,38 @@ pub mod settle {
 
     /// A promise's deferred, settled exactly once on its environment's thread.
     pub struct Deferred(pub sys::napi_deferred);
-    // The pointer is only used on the JavaScript thread, by the job that owns it.
+    // SAFETY: a deferred may only be used on its environment's thread; it crosses threads
+    // inside a job that the queue runs there, and is used by that job alone.
     unsafe impl Send for Deferred {}
 
     impl Deferred {
-        pub fn settle(self, env: sys::napi_env, value: napi::Result<sys::napi_value>) {
-            unsafe {
-                match value {
-                    Ok(value) => {
-                        sys::napi_resolve_deferred(env, self.0, value);
-                    }
-                    Err(error) => {
-                        let reason = napi::bindgen_prelude::ToNapiValue::to_napi_value(env, error)
+        /// Resolves or rejects the promise.
+        ///
+        /// # Safety
+        /// `env` is the promise's live environment and this runs on its thread (where the
+        /// queue runs jobs).
+        pub unsafe fn settle(self, env: sys::napi_env, value: napi::Result<sys::napi_value>) {
+            match value {
+                Ok(value) => {
+                    // SAFETY: `env` is live on this thread (this method's contract) and the
+                    // deferred, consumed with `self`, is settled exactly once.
+                    unsafe { sys::napi_resolve_deferred(env, self.0, value) };
+                }
+                Err(error) => {
+                    // SAFETY: `env` is live on this thread (this method's contract).
+                    let reason =
+                        unsafe { napi::bindgen_prelude::ToNapiValue::to_napi_value(env, error) }
                             .unwrap_or(ptr::null_mut());
-                        sys::napi_reject_deferred(env, self.0, reason);
-                    }
+                    // SAFETY: as for resolving: live `env`, a deferred settled exactly once.
+                    unsafe { sys::napi_reject_deferred(env, self.0, reason) };
                 }
             }
         }
     }
 
     struct Tsfn(sys::napi_threadsafe_function);
-    // napi_call_threadsafe_function is callable from any thread.
+    // SAFETY: Node-API lets `napi_call_threadsafe_function` be called from any thread; the
+    // calls that must run on the environment's thread (ref, unref, release) are made there.
     unsafe impl Send for Tsfn {}
 
     /// The sending side, shared with runtime threads.
@@ -388,6 +414,8 @@ pub mod settle {
             let tsfn = self.tsfn.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(tsfn) = tsfn.as_ref() {
                 let data = Box::into_raw(Box::new(job)).cast::<c_void>();
+                // SAFETY: the function is not released while `tsfn` is held: `teardown` takes
+                // it out under this lock before releasing it. `data` is handed to `call_js`.
                 let status = unsafe {
                     sys::napi_call_threadsafe_function(
                         tsfn.0,
@@ -397,6 +425,8 @@ pub mod settle {
                 };
                 if status != sys::Status::napi_ok {
                     // Closing: the job is not queued, so it is ours to drop.
+                    // SAFETY: `data` came from `Box::into_raw` above and was not queued, so
+                    // nothing else owns it.
                     drop(unsafe { Box::from_raw(data.cast::<Job>()) });
                 }
             }
@@ -417,12 +447,14 @@ pub mod settle {
 
         fn reference(&self, env: sys::napi_env, on: bool) {
             if let Some(tsfn) = self.tsfn.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                unsafe {
-                    if on {
-                        sys::napi_ref_threadsafe_function(env, tsfn.0);
-                    } else {
-                        sys::napi_unref_threadsafe_function(env, tsfn.0);
-                    }
+                if on {
+                    // SAFETY: called on the environment's thread with its live `env` (from
+                    // `begin` and `call_js`); the function is not released while the lock is
+                    // held.
+                    unsafe { sys::napi_ref_threadsafe_function(env, tsfn.0) };
+                } else {
+                    // SAFETY: as for `ref`.
+                    unsafe { sys::napi_unref_threadsafe_function(env, tsfn.0) };
                 }
             }
         }
@@ -439,12 +471,19 @@ pub mod settle {
         static LOCAL: RefCell<Vec<Local>> = const { RefCell::new(Vec::new()) };
     }
 
+    /// The thread-safe function's call: runs one queued job on the JavaScript thread.
+    ///
+    /// # Safety
+    /// Called by Node-API only, with `data` from `Queue::send` (a boxed [`Job`], passed once)
+    /// and `env` the live environment or null when it is torn down.
     unsafe extern "C" fn call_js(
         env: sys::napi_env,
         _callback: sys::napi_value,
         _context: *mut c_void,
         data: *mut c_void,
     ) {
+        // SAFETY: `data` is the `Box<Job>` that `Queue::send` leaked for this one call
+        // (this function's contract), so it is reclaimed exactly once.
         let job = unsafe { Box::from_raw(data.cast::<Job>()) };
         if env.is_null() {
             return; // torn down: drop the job
@@ -475,14 +514,16 @@ pub mod settle {
         }
         let mut name = ptr::null_mut();
         let mut tsfn = ptr::null_mut();
-        unsafe {
-            super::check(sys::napi_create_string_utf8(
-                env.raw(),
-                c"statestore".as_ptr(),
-                10,
-                &mut name,
-            ))?;
-            super::check(sys::napi_create_threadsafe_function(
+        // SAFETY: `env` is the environment of the JavaScript call running on this thread; the
+        // name is a static C string of 10 bytes; `name` is a local it writes.
+        super::check(unsafe {
+            sys::napi_create_string_utf8(env.raw(), c"statestore".as_ptr(), 10, &mut name)
+        })?;
+        // SAFETY: the same live environment and thread; no JavaScript function (`call_js`
+        // does the work), no finalizer or context, a queue without limit and one thread using
+        // it; `tsfn` is a local it writes.
+        super::check(unsafe {
+            sys::napi_create_threadsafe_function(
                 env.raw(),
                 ptr::null_mut(),
                 ptr::null_mut(),
@@ -494,10 +535,11 @@ pub mod settle {
                 ptr::null_mut(),
                 Some(call_js),
                 &mut tsfn,
-            ))?;
-            // Idle until a call is in flight.
-            sys::napi_unref_threadsafe_function(env.raw(), tsfn);
-        }
+            )
+        })?;
+        // Idle until a call is in flight.
+        // SAFETY: `tsfn` was just created on this environment, on its thread.
+        unsafe { sys::napi_unref_threadsafe_function(env.raw(), tsfn) };
         let queue = Arc::new(Queue {
             tsfn: Mutex::new(Some(Tsfn(tsfn))),
         });
@@ -527,6 +569,8 @@ pub mod settle {
                 .unwrap_or_else(|e| e.into_inner())
                 .take();
             if let Some(tsfn) = tsfn {
+                // SAFETY: on the environment's thread (its cleanup hook); taken out under the
+                // lock every sender holds, so no sender uses it after this release.
                 unsafe {
                     sys::napi_release_threadsafe_function(
                         tsfn.0,

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use napi::Env;
 use napi_derive::napi;
-use statestore::bindings::{EventStream, Pending};
-use statestore::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, Loss, UpdateTxn};
+use statestore::bindings::{lost_within, EventStream, Pending};
+use statestore::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, UpdateTxn};
 use statestore::Error;
 
 use crate::bridge::{
@@ -207,8 +207,9 @@ impl NativeLease {
         }
     }
 
-    /// Waits until the lease is not held: the loss, or `null` if it was released (or never
-    /// held); `STATESTORE_TIMEOUT` if still held after `timeout` ms.
+    /// Waits until the lease is not held, for at most `timeout` ms (none: until then; 0: the
+    /// state now): the loss, or `null` if it was released, never held, or still held when the
+    /// time is up (core's `lost_within`).
     #[napi(
         ts_return_type = "JsLoss | null | Promise<JsLoss | null>",
         catch_unwind
@@ -219,14 +220,10 @@ impl NativeLease {
         timeout: Option<f64>,
         call: Call,
     ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
-        let pending: Pending<Option<Loss>> = spawn(&self.lease, |lease| async move {
-            match millis_opt("options.timeout", timeout)? {
-                None => Ok(lease.lost().await),
-                Some(limit) => tokio::time::timeout(limit, lease.lost())
-                    .await
-                    .map_err(|_| Error::Timeout(limit)),
-            }
-        });
+        let pending = match millis_opt("options.timeout", timeout) {
+            Ok(timeout) => Pending::spawn(lost_within(&self.lease, timeout)),
+            Err(error) => Pending::ready(Err(error)),
+        };
         bridge::run(env, call, pending, |_, loss| Ok(loss.as_ref().map(js_loss)))
     }
 }

@@ -2,6 +2,9 @@
 //! back, bytes and strings included. Behaviour, and the checks of values, live in core; the
 //! package's `lib/` wraps these classes with JavaScript type checks, iterators and events.
 #![deny(clippy::all)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::multiple_unsafe_ops_per_block)]
 
 mod bridge;
 mod client;

@@ -1,4 +1,4 @@
-// Every duration option, with the numbers that used to abort the process: one rule (core's
+// Every duration option, with the numbers that could abort a process: one rule (core's
 // bindings::duration): negative and NaN are STATESTORE_INVALID_ARGUMENT naming the option;
 // Infinity and numbers too large for any clock mean no limit for a wait, and are refused as too
 // long where the time is sent to the service (expiry, TTL).

@@ -124,3 +124,27 @@ test('lost with no time to wait answers null for a lease that is not held, every
     assert.equal(await never.lost({ timeout: 0 }), null)
   }
 })
+
+test('lost is the loss or null for every timeout, the same as in every language', T, async () => {
+  // Core's one meaning: no timeout waits until lost or released, 0 answers now, a number of
+  // ms waits at most that long; still held when the time is up is null, not an error.
+  const [client] = clients
+  const held = client.lease(unique('lost-held'), 'me', { autoRenew: true })
+  await held.acquire({ ttl: 10_000 })
+  assert.equal(await held.lost({ timeout: 0 }), null)
+  assert.equal(held.lostSync({ timeout: 0 }), null)
+  assert.equal(await held.lost({ timeout: 200 }), null)
+  assert.equal(held.lostSync({ timeout: 200 }), null)
+  assert.equal(held.isHeld, true)
+  await held.release()
+  for (const timeout of [undefined, 0, 1000]) {
+    assert.equal(await held.lost({ timeout }), null)
+    assert.equal(held.lostSync({ timeout }), null)
+  }
+  const expiring = client.lease(unique('lost-expiring'), 'me')
+  await expiring.acquire({ ttl: 300 })
+  for (const timeout of [undefined, 0, 1000]) {
+    assert.equal((await expiring.lost({ timeout }))?.reason, 'expired', `lost(${timeout})`)
+    assert.equal(expiring.lostSync({ timeout })?.reason, 'expired', `lostSync(${timeout})`)
+  }
+})

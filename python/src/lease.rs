@@ -5,10 +5,10 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
-use statestore::bindings::EventStream;
+use statestore::bindings::{lost_within, EventStream};
 use statestore::lease::{
     AcquireOutcome, Election as CoreElection, Lease as CoreLease, Lock as CoreLock,
-    LockGuard as CoreGuard, UpdateTxn,
+    LockGuard as CoreGuard, Loss as CoreLoss, UpdateTxn,
 };
 use statestore::{Error, Result};
 
@@ -16,7 +16,7 @@ use crate::client::Client;
 use crate::convert::out_bytes;
 use crate::convert::{bytes_arg, secs, secs_arg, Version};
 use crate::errors::to_py;
-use crate::events::{Loss, Observation};
+use crate::events::{loss, Loss, Observation};
 use crate::operation::{spawn, Operation};
 
 /// One acquisition attempt: `acquired`, the `fencing_token` if so, else the current `holder`.
@@ -84,6 +84,24 @@ fn optional_bytes(
 
 fn raise<T>(result: Result<T>) -> PyResult<T> {
     result.map_err(|e| Python::attach(|py| to_py(py, &e)))
+}
+
+/// `lost(timeout)` of a lease, a lock guard or an election: core's one meaning of it
+/// (`lost_within`): the loss, or `None` if released, never held, or still held when the
+/// time is up.
+fn lost_op(
+    lease: &CoreLease,
+    timeout: Option<&Bound<'_, PyAny>>,
+    decode: bool,
+) -> PyResult<Operation> {
+    let timeout = secs_arg(timeout, "timeout")?;
+    Ok(spawn(
+        lost_within(lease, timeout),
+        move |py, lost: Option<CoreLoss>| match lost {
+            Some(lost) => Ok(Py::new(py, loss(py, &lost, decode)?)?.into_any()),
+            None => Ok(py.None()),
+        },
+    ))
 }
 
 fn loss_stream(lease: &CoreLease, decode: bool) -> Observation {
@@ -220,6 +238,11 @@ impl Lease {
     /// A stream with one `lost` event when the lease is lost (it ends if released instead).
     fn loss_events(&self) -> Observation {
         loss_stream(&self.lease, self.decode)
+    }
+
+    #[pyo3(signature = (timeout = None))]
+    fn lost(&self, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Operation> {
+        lost_op(&self.lease, timeout, self.decode)
     }
 }
 
@@ -383,6 +406,11 @@ impl LockGuard {
 
     fn loss_events(&self) -> Observation {
         loss_stream(&self.lease, self.decode)
+    }
+
+    #[pyo3(signature = (timeout = None))]
+    fn lost(&self, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Operation> {
+        lost_op(&self.lease, timeout, self.decode)
     }
 }
 
@@ -554,5 +582,10 @@ impl Election {
 
     fn loss_events(&self) -> Observation {
         loss_stream(self.election.lease(), self.decode)
+    }
+
+    #[pyo3(signature = (timeout = None))]
+    fn lost(&self, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Operation> {
+        lost_op(self.election.lease(), timeout, self.decode)
     }
 }

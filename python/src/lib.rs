@@ -1,6 +1,9 @@
 //! The `statestore._native` Python extension module: translates Python calls into core calls
 //! (`statestore::bindings`) and core results back. The public Python API is the pure Python
 //! part of the package (`python/statestore/`); this module is its private engine.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::multiple_unsafe_ops_per_block)]
 
 mod client;
 mod convert;

@@ -19,13 +19,14 @@ from ._common import (
     LeaseBase,
     LockBase,
     LockGuardBase,
+    LosableBase,
     awaitable,
     pop_guard,
     push_guard,
     wrapping,
 )
-from ._errors import ClosedError, TimeoutError
-from ._native import Event, Loss
+from ._errors import ClosedError
+from ._native import Event
 from ._timing import Seconds
 
 
@@ -102,25 +103,8 @@ def _seconds(timeout: Seconds) -> float:
     return timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
 
 
-class _AsyncLosable:
-    """``lost()`` of a lease, a held lock and an election."""
-
-    _native: Any
-
-    async def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss[Any]]:
-        """Waits until the current holding (or leadership) is lost and says why; ``None`` if
-        it was released (or resigned) instead, or never held; ``statestore.TimeoutError`` if
-        still held after ``timeout``."""
-        stream: _native.Observation[Any] = self._native.loss_events()
-        try:
-            call = wait(stream.next_call())
-            try:
-                event = await (call if timeout is None else asyncio.wait_for(call, _seconds(timeout)))
-            except asyncio.TimeoutError:
-                raise TimeoutError(f"still held after {timeout} s") from None
-        finally:
-            stream.close()
-        return None if event is None else event.loss
+class _AsyncLosable(LosableBase):
+    lost = awaitable(LosableBase._lost)
 
 
 class AsyncLease(LeaseBase[_V], _AsyncLosable):

@@ -33,7 +33,7 @@ from typing import (
 from . import _native
 from ._aio import wait
 from ._lifecycle import track
-from ._native import AcquireResult, DeleteResult, SetResult, Value, Version
+from ._native import AcquireResult, DeleteResult, Loss, SetResult, Value, Version
 from ._timing import Seconds
 
 if TYPE_CHECKING:
@@ -428,6 +428,18 @@ class HoldingBase(Shared[_H]):
 
     def _renew(self) -> _native.Operation[None]:
         return self._native.renew()
+
+
+class LosableBase:
+    """``lost()`` of a lease, a held lock and an election."""
+
+    _native: Any
+
+    def _lost(self, timeout: Optional[Seconds] = None) -> _native.Operation[Optional[Loss[Any]]]:
+        """Waits until the current holding (or leadership) is not held, for at most ``timeout``
+        (``None``: until then; ``0``: the state now), and says why: the loss, or ``None`` if
+        it was released (or resigned), never held, or is still held when the time is up."""
+        return self._native.lost(timeout)
 
 
 class LeaseBase(HoldingBase["_native.Lease[_V]"], Generic[_V]):

@@ -15,6 +15,7 @@ from ._common import (
     LeaseBase,
     LockBase,
     LockGuardBase,
+    LosableBase,
     Native,
     Shared,
     blocking,
@@ -22,8 +23,8 @@ from ._common import (
     push_guard,
     wrapping,
 )
-from ._errors import ClosedError, TimeoutError
-from ._native import Event, Loss
+from ._errors import ClosedError
+from ._native import Event
 from ._timing import Seconds
 
 
@@ -61,25 +62,8 @@ class Observation(Shared["_native.Observation[_V]"], Generic[_V]):
         self.close()
 
 
-class _Losable:
-    """``lost()`` of a lease, a held lock and an election."""
-
-    _native: Any
-
-    def lost(self, timeout: Optional[Seconds] = None) -> Optional[Loss[Any]]:
-        """Waits until the current holding (or leadership) is lost and says why; ``None`` if
-        it was released (or resigned) instead, or never held; ``statestore.TimeoutError`` if
-        still held after ``timeout``."""
-        stream: _native.Observation[Any] = self._native.loss_events()
-        try:
-            event = stream.next(timeout)
-        except ClosedError:  # released (or never held), not lost
-            return None
-        finally:
-            stream.close()
-        if event is None:
-            raise TimeoutError(f"still held after {timeout} s")
-        return event.loss
+class _Losable(LosableBase):
+    lost = blocking(LosableBase._lost)
 
 
 class Lease(LeaseBase[_V], _Losable):

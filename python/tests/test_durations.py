@@ -1,4 +1,4 @@
-"""Every duration parameter, with the numbers that used to escape as panics: one rule (core's
+"""Every duration parameter, with the numbers that could escape as panics: one rule (core's
 ``bindings::duration``): negative and NaN are ``InvalidArgumentError`` naming the argument;
 ``inf`` and numbers too large for any clock mean no limit for a wait, and are refused as too
 long where the time is sent to the service (expiry, TTL)."""

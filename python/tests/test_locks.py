@@ -176,12 +176,44 @@ def test_lease_loss_by_expiry(client: Client, key: str) -> None:
     assert lease.loss is not None and lease.loss.reason == "expired"
 
 
-def test_lease_still_held_times_out(client: Client, key: str) -> None:
-    lease = client.lease(key, "me", auto_renew=True)
-    lease.acquire(10.0)
-    with pytest.raises(statestore.TimeoutError):
-        lease.lost(timeout=0.2)
-    lease.release()
+def test_lost_is_the_loss_or_none_for_every_timeout(client: Client, key: str) -> None:
+    """``lost(timeout)`` means what it means in every language (core's ``lost_within``): no
+    timeout waits until lost or released, ``0`` answers now, a number waits at most that long;
+    the answer is the loss, or ``None`` (released, never held, or still held)."""
+    held = client.lease(key + "/held", "me", auto_renew=True)
+    held.acquire(10.0)
+    assert held.lost(timeout=0) is None
+    assert held.lost(timeout=0.2) is None
+    assert held.held
+    guard = client.lock(key + "/lock", ttl=10.0).acquire()
+    assert guard.lost(timeout=0) is None and guard.held
+    held.release()
+    guard.release()
+    for timeout in (None, 0, 1):
+        assert held.lost(timeout=timeout) is None
+        assert guard.lost(timeout=timeout) is None
+    expiring = client.lease(key + "/expiring", "me")
+    expiring.acquire(0.3)
+    for timeout in (None, 0, 1):
+        loss = expiring.lost(timeout=timeout)
+        assert loss is not None and loss.reason == "expired", timeout
+
+
+async def test_async_lost_is_the_loss_or_none_for_every_timeout(aclient: AsyncClient, key: str) -> None:
+    """The asyncio twin gives the same answers."""
+    held = aclient.lease(key + "/held", "me", auto_renew=True)
+    await held.acquire(10.0)
+    assert await held.lost(timeout=0) is None
+    assert await held.lost(timeout=0.2) is None
+    assert held.held
+    await held.release()
+    for timeout in (None, 0, 1):
+        assert await held.lost(timeout=timeout) is None
+    expiring = aclient.lease(key + "/expiring", "me")
+    await expiring.acquire(0.3)
+    for timeout in (None, 0, 1):
+        loss = await expiring.lost(timeout=timeout)
+        assert loss is not None and loss.reason == "expired", timeout
 
 
 def test_lease_loss_on_close(server: LocalStateStore, key: str) -> None:

@@ -214,7 +214,7 @@ def test_connect_options(server: statestore.testing.LocalStateStore) -> None:
     assert {"tls", "ca_file", "password", "sat_token_file", "default_timeout"} <= names
     with pytest.raises(statestore.InvalidArgumentError, match="no_such"):
         Client.connect(server.host, server.port, no_such=1)
-    # Whatever the value, an unknown name says so (a float used to read as a wrong type).
+    # Whatever the value, an unknown name says so (a float is not read as a wrong type).
     with pytest.raises(statestore.InvalidArgumentError, match="timeout.*unknown setting"):
         Client.connect(server.host, server.port, timeout=2.0)
     with pytest.raises(statestore.InvalidArgumentError):

@@ -58,6 +58,18 @@ int main() {
             CHECK(std::string(e.what()).find("key") != std::string::npos);
         }
 
+        // conditions by the names every language accepts
+        CHECK(statestore::condition_from_name("NX") == statestore::Condition::IfAbsent);
+        CHECK(statestore::condition_from_name("only_if_absent_or_equal") ==
+              statestore::Condition::IfAbsentOrEqual);
+        try {
+            statestore::condition_from_name("sometimes");
+            CHECK(false);
+        } catch (const statestore::Error &e) {
+            CHECK(e.code() == STATESTORE_ERR_INVALID_ARGUMENT);
+            CHECK(std::string(e.what()).find("\"sometimes\"") != std::string::npos);
+        }
+
         // async with lambdas
         std::promise<statestore::Result<statestore::SetResult>> set_done;
         client.set_async(k, "async", {}, [&](statestore::Result<statestore::SetResult> r) { set_done.set_value(std::move(r)); });

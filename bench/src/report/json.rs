@@ -74,7 +74,7 @@ pub struct Document<'a> {
     pub run: Run<'a>,
     /// One object per scenario.
     pub scenarios: &'a [ScenarioResult],
-    /// The targets of issue 7.
+    /// The performance targets, each checked against this run.
     pub targets: &'a [TargetCheck],
 }
 

@@ -1,4 +1,4 @@
-//! The performance targets of issue 7, checked against a run's figures. The harness reports
+//! The performance targets of the protocol benchmark, checked against a run's figures. The harness reports
 //! them; nothing asserts them.
 
 use serde::Serialize;

@@ -5,6 +5,8 @@
 //!   ([`Pending::on_complete`], run on the library's dispatcher thread, or
 //!   [`Pending::on_complete_in`] a [`CompletionQueue`] that the host's own event loop runs),
 //!   await it, or cancel it.
+//! - [`lost_within`]: `lost(timeout)` of a lease, lock guard or election, with one meaning of
+//!   the timeout in every language.
 //! - [`Event`] and [`EventStream`]: key notifications, leadership changes and lease losses as
 //!   one flat event type, pulled (blocking or async) or pushed to a sink.
 //! - [`ErrorInfo`] and the code table on [`ErrorCode`](crate::ErrorCode):
@@ -34,6 +36,7 @@ pub mod duration;
 mod events;
 mod handles;
 pub mod logs;
+mod loss;
 mod options;
 mod pending;
 mod vocab;
@@ -42,6 +45,7 @@ pub use crate::error::{ErrorCategory, ErrorInfo};
 pub use dispatch::CompletionQueue;
 pub use events::{Event, EventKind, EventStream};
 pub use handles::HandleTable;
+pub use loss::lost_within;
 pub use options::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
 pub use pending::{Canceller, Pending};
 pub use vocab::{compare_versions, set_condition, version, vocabulary, Case};

@@ -257,7 +257,7 @@ mod tests {
         shared.link.borrow().clone()
     }
 
-    /// Point 4 of issue 12: a SUBACK that the session task handles after its connection was
+    /// A SUBACK that the session task handles after its connection was
     /// lost does not open the link for requests (nor start a resync) on the dead connection.
     #[tokio::test(start_paused = true)]
     async fn a_suback_handled_after_its_connection_dropped_leaves_the_link_connecting() {

@@ -247,7 +247,7 @@ mod tests {
         })
     }
 
-    /// Point 1 of issue 12: with `--fsync interval`, the sync tick fires even though requests
+    /// With `--fsync interval`, the sync tick fires even though requests
     /// never stop coming (the input queue is never empty when the service looks at it).
     #[tokio::test(start_paused = true)]
     async fn the_sync_interval_holds_under_sustained_load() {

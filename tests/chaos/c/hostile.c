@@ -1,4 +1,4 @@
-/* Hostile input through the C ABI (issue 17), built with AddressSanitizer and UBSan:
+/* Hostile input through the C ABI, built with AddressSanitizer and UBSan:
  *
  * 1. a generator of random calls: NULL and valid pointers with any length (0, small, beyond
  *    the largest MQTT packet, SIZE_MAX: the header promises INVALID_ARGUMENT without reading),

@@ -1,4 +1,4 @@
-/* Connection security through the C ABI (issue 17): the shared cases of
+/* Connection security through the C ABI: the shared cases of
  * tests/chaos/secure.json on the fixtures of `statestore-chaos secure` (its JSON line is the
  * first argument). Options are set by name with statestore_options_set(); failures must be
  * STATESTORE_ERR_CONNECTION (never a plaintext fallback), and no error message or log record

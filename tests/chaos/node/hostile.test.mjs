@@ -1,4 +1,4 @@
-// Hostile input through the Node binding (issue 17): generated keys, values, options and
+// Hostile input through the Node binding: generated keys, values, options and
 // argument types (fast-check), for the Promise methods and their Sync twins; calls after
 // close; close racing calls in flight; the malicious-server catalogue (tests/chaos/hostile.json)
 // against `statestore-chaos hostile`. Every call succeeds or fails with a clear error (a

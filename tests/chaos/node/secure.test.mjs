@@ -1,4 +1,4 @@
-// Connection security through the Node binding (issue 17): the shared cases of
+// Connection security through the Node binding: the shared cases of
 // tests/chaos/secure.json on the fixtures of `statestore-chaos secure`, with the Promise and
 // the Sync connect. Failures are STATESTORE_CONNECTION, never a fallback to plaintext; no
 // error message, stack or util.inspect() output of an error or a client shows a password.

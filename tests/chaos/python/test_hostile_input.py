@@ -1,4 +1,4 @@
-"""Hostile input through the Python binding (issue 17): generated keys, values, options and
+"""Hostile input through the Python binding: generated keys, values, options and
 argument types of every kind, calls after close and a close racing calls from other threads.
 Every call must succeed or raise a clear error (a ``statestore`` error other than
 ``InternalError``, or ``TypeError``/``ValueError``/``OverflowError``); the process must never

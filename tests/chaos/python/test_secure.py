@@ -1,4 +1,4 @@
-"""Connection security through the Python binding (issue 17): the shared cases of
+"""Connection security through the Python binding: the shared cases of
 tests/chaos/secure.json on the fixtures of ``statestore-chaos secure``, with the sync and
 the async client. Failures are ``ConnectionError`` (code CONNECTION), never a fallback to
 plaintext; no message, ``repr`` or ``str`` of an error or a client shows a password."""

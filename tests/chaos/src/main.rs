@@ -1,4 +1,4 @@
-//! `statestore-chaos`: the chaos run of issue 17 (see `tests/chaos/README.md`).
+//! `statestore-chaos`: the chaos run (see `tests/chaos/README.md`).
 //!
 //! - `statestore-chaos run [--duration 120s] [--out DIR] [--server-bin PATH] [--seed N]
 //!   [--timeout 2s] [--rings embedded,mosquitto] [--skip-faults KIND,...] [--writer NAME=COMMAND ...]

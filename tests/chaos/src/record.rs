@@ -44,7 +44,7 @@ impl Log {
     }
 
     /// Appends an `op` record: one call, its bounds and how it ended.
-    pub fn op(&self, call: &Call, result: Outcome) {
+    pub fn op(&self, call: &OpRecord, result: Outcome) {
         let mut record = json!({
             "t": "op",
             "op": call.op,
@@ -70,8 +70,8 @@ impl Log {
     }
 }
 
-/// A call in progress, for its `op` record.
-pub struct Call {
+/// One operation in progress: what its `op` record says once it ends.
+pub struct OpRecord {
     op: &'static str,
     key: String,
     value: Option<String>,
@@ -80,10 +80,10 @@ pub struct Call {
     timeout_ms: u64,
 }
 
-impl Call {
+impl OpRecord {
     /// Starts timing `op` on `key`, bounded by `timeout_ms`.
-    pub fn start(op: &'static str, key: &str, value: Option<&str>, timeout_ms: u64) -> Call {
-        Call {
+    pub fn start(op: &'static str, key: &str, value: Option<&str>, timeout_ms: u64) -> OpRecord {
+        OpRecord {
             op,
             key: key.to_string(),
             value: value.map(str::to_string),

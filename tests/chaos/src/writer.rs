@@ -11,7 +11,7 @@ use serde_json::json;
 use statestore::lease::Lock;
 use statestore::{Client, ConnectOptions, Error, KeyEvent, ReconnectPolicy, SetOptions, Value};
 
-use crate::record::{now_ms, Call, Log, Outcome};
+use crate::record::{now_ms, Log, OpRecord, Outcome};
 
 /// Keys of its own each writer cycles through.
 pub const OWN_KEYS: u64 = 8;
@@ -273,7 +273,7 @@ async fn workload<S: Store>(log: &Log, store: &S, params: &Params, end: Instant)
     let mut plan = Plan { seq: 0 };
     while Instant::now() < end {
         let (key, value, increment_now) = plan.next(&params.prefix);
-        let call = Call::start("set", &key, Some(&value), params.timeout_ms());
+        let call = OpRecord::start("set", &key, Some(&value), params.timeout_ms());
         match store
             .set(&key, &value, SetOptions::default().persist(true))
             .await
@@ -281,7 +281,7 @@ async fn workload<S: Store>(log: &Log, store: &S, params: &Params, end: Instant)
             Ok(applied) => log.op(&call, Outcome::applied(applied)),
             Err(error) => log.op(&call, Outcome::failed(&error)),
         }
-        let call = Call::start("get", &key, None, params.timeout_ms());
+        let call = OpRecord::start("get", &key, None, params.timeout_ms());
         let read = store.get(&key).await;
         log_read(log, call, &read);
         if increment_now {
@@ -294,7 +294,7 @@ async fn workload<S: Store>(log: &Log, store: &S, params: &Params, end: Instant)
 /// One fenced increment: lock, read, write with the token (if still held), release.
 async fn increment<S: Store>(log: &Log, store: &S, params: &Params) {
     let lock_bound = (LOCK_WAIT + params.timeout).as_millis() as u64;
-    let call = Call::start("lock", &params.lock, None, lock_bound);
+    let call = OpRecord::start("lock", &params.lock, None, lock_bound);
     let guard = match store.lock().await {
         Ok(guard) => {
             log.op(&call, Outcome::ok());
@@ -307,7 +307,7 @@ async fn increment<S: Store>(log: &Log, store: &S, params: &Params) {
     };
     let acquired = now_ms();
     let token = S::token(&guard);
-    let call = Call::start("incr_get", &params.counter, None, params.timeout_ms());
+    let call = OpRecord::start("incr_get", &params.counter, None, params.timeout_ms());
     let read = store.get(&params.counter).await;
     let old = read
         .clone()
@@ -324,7 +324,8 @@ async fn increment<S: Store>(log: &Log, store: &S, params: &Params) {
             let options = SetOptions::default()
                 .persist(true)
                 .fencing_token(S::fencing(&guard));
-            let call = Call::start("incr_set", &params.counter, Some(&new), params.timeout_ms());
+            let call =
+                OpRecord::start("incr_set", &params.counter, Some(&new), params.timeout_ms());
             let written = store.set(&params.counter, &new, options).await;
             match &written {
                 Ok(applied) => log.op(&call, Outcome::applied(*applied)),
@@ -337,7 +338,7 @@ async fn increment<S: Store>(log: &Log, store: &S, params: &Params) {
     };
     let end = now_ms();
     let holder = S::holder(&guard);
-    let call = Call::start("release", &params.lock, None, params.timeout_ms());
+    let call = OpRecord::start("release", &params.lock, None, params.timeout_ms());
     match store.release(guard).await {
         Ok(()) => log.op(&call, Outcome::ok()),
         Err(error) => log.op(&call, Outcome::failed(&error)),
@@ -345,7 +346,7 @@ async fn increment<S: Store>(log: &Log, store: &S, params: &Params) {
     log.write(json!({"t": "hold", "token": token, "holder": holder, "acq": acquired, "end": end, "end_how": end_how}));
 }
 
-fn log_read(log: &Log, mut call: Call, read: &Result<Option<Value>, Error>) {
+fn log_read(log: &Log, mut call: OpRecord, read: &Result<Option<Value>, Error>) {
     match read {
         Ok(value) => {
             call.set_value(value.as_ref().map(|v| text(&v.value)));
@@ -372,7 +373,7 @@ async fn async_main(params: Params) -> Result<(), String> {
     );
     let end = Instant::now() + params.duration;
     let client = loop {
-        let call = Call::start("connect", "", None, params.timeout_ms());
+        let call = OpRecord::start("connect", "", None, params.timeout_ms());
         match Client::connect(params.options()).await {
             Ok(client) => {
                 log.op(&call, Outcome::ok());
@@ -388,7 +389,7 @@ async fn async_main(params: Params) -> Result<(), String> {
         }
     };
     let mut observation = loop {
-        let call = Call::start("observe", &params.counter, None, params.timeout_ms());
+        let call = OpRecord::start("observe", &params.counter, None, params.timeout_ms());
         match client.observe(params.counter.clone()).await {
             Ok(observation) => {
                 log.op(&call, Outcome::ok());
@@ -421,7 +422,7 @@ async fn async_main(params: Params) -> Result<(), String> {
     log.write(json!({"t": "quiet", "ts": now_ms()}));
     let closed = stdin_closed();
     let _ = tokio::task::spawn_blocking(move || closed.recv_timeout(QUIET_WAIT)).await;
-    let call = Call::start("close", "", None, params.timeout_ms());
+    let call = OpRecord::start("close", "", None, params.timeout_ms());
     match client.close().await {
         Ok(()) => log.op(&call, Outcome::ok()),
         Err(error) => log.op(&call, Outcome::failed(&error)),
@@ -439,7 +440,7 @@ pub fn run_blocking(params: Params) -> Result<(), String> {
     log.write(json!({"t": "start", "flavour": "rust-blocking", "pid": std::process::id(), "ts": now_ms()}));
     let end = Instant::now() + params.duration;
     let client = loop {
-        let call = Call::start("connect", "", None, params.timeout_ms());
+        let call = OpRecord::start("connect", "", None, params.timeout_ms());
         match blocking::Client::connect(params.options()) {
             Ok(client) => {
                 log.op(&call, Outcome::ok());
@@ -455,7 +456,7 @@ pub fn run_blocking(params: Params) -> Result<(), String> {
         }
     };
     let mut observation = loop {
-        let call = Call::start("observe", &params.counter, None, params.timeout_ms());
+        let call = OpRecord::start("observe", &params.counter, None, params.timeout_ms());
         match client.observe(params.counter.clone()) {
             Ok(observation) => {
                 log.op(&call, Outcome::ok());
@@ -495,7 +496,7 @@ pub fn run_blocking(params: Params) -> Result<(), String> {
     let _ = stdin_closed().recv_timeout(QUIET_WAIT);
     stop.store(true, Ordering::SeqCst);
     let _ = events.join();
-    let call = Call::start("close", "", None, params.timeout_ms());
+    let call = OpRecord::start("close", "", None, params.timeout_ms());
     match client.close() {
         Ok(()) => log.op(&call, Outcome::ok()),
         Err(error) => log.op(&call, Outcome::failed(&error)),

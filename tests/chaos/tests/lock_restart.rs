@@ -1,8 +1,7 @@
-//! A defect the chaos run found (issue 17), fixed in core: a lock was not exclusive across a
-//! restart of the state store. The lock's key was written without `aio-persistence`, so a
-//! restarted server (`--data-dir`) had forgotten it while the holder's lease was still valid,
-//! and a second holder got the lock at once (the chaos run saw two holders 4 ms apart right
-//! after a SIGKILL). Leases now persist their key.
+//! A lock stays exclusive across a restart of the state store: leases write their key with
+//! `aio-persistence`, so a restarted server (`--data-dir`) still knows the holder while its
+//! lease is valid. Without it a second holder would get the lock at once after a SIGKILL
+//! (the chaos run checks this end to end).
 
 use std::time::Duration;
 

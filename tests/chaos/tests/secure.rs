@@ -1,4 +1,4 @@
-//! Connection security through the Rust clients (issue 17), on the fixtures of
+//! Connection security through the Rust clients, on the fixtures of
 //! `statestore-chaos secure` and the shared cases of `tests/chaos/secure.json`: TLS with a CA
 //! and with a client certificate, passwords inline and from a file work; a wrong CA, an
 //! expired certificate, a missing client certificate, a wrong password, TLS against a

@@ -1,8 +1,6 @@
 //! Translation between the scenario format and the Rust API, shared by both flavours:
 //! arguments to options, results and events to [`Fields`], errors to code names.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use serde_json::Value;
 use statestore::bindings::OptionValue;
@@ -236,11 +234,6 @@ pub fn lost_fields(loss: Option<&statestore::lease::Loss>) -> Fields {
         "reason",
         loss.map_or(Val::Null, |l| Val::text(reason_name(l.reason))),
     )])
-}
-
-/// `lease_lost` when the lease is still held at the deadline.
-pub fn still_held(timeout: Duration) -> Error {
-    Error::Timeout(timeout)
 }
 
 /// The functions of `update`.

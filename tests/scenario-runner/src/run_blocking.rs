@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use statestore::blocking::{Client, Election, Lease, Lock, LockGuard};
-use statestore::lease::{LeaderObservation, LeaseState};
+use statestore::lease::LeaderObservation;
 use statestore::{Error, Observation};
 
 use crate::convert;
@@ -112,9 +112,6 @@ fn next_event(stream: &mut Stream, timeout: Duration, ctx: &Ctx) -> StepOutcome 
 }
 
 fn lease_lost(lease: &Lease, timeout: Duration) -> statestore::Result<Fields> {
-    match lease.lost_timeout(timeout)? {
-        LeaseState::Held { .. } => Err(convert::still_held(timeout)),
-        LeaseState::NotHeld => Ok(convert::lost_fields(None)),
-        LeaseState::Lost(loss) => Ok(convert::lost_fields(Some(&loss))),
-    }
+    // Still held when the time is up: no loss, as in every binding.
+    Ok(convert::lost_fields(lease.lost_timeout(timeout)?.loss()))
 }

@@ -2,10 +2,9 @@
 //! runtime (and for the C, Python and Node bindings).
 //!
 //! Each call runs the async client on the library's internal runtime ([`crate::runtime`]).
-//! A call made from inside an async runtime fails with [`Error::Runtime`](crate::Error::Runtime)
-//! instead of blocking (or panicking). After `fork`, a client created in the parent fails with
-//! [`Error::Runtime`](crate::Error::Runtime) in the child; clients created in the child work
-//! (the child gets its own runtime).
+//! A call made from inside an async runtime fails with [`Error::Runtime`] instead of blocking
+//! (or panicking). After `fork`, a client created in the parent fails with [`Error::Runtime`]
+//! in the child; clients created in the child work (the child gets its own runtime).
 //!
 //! ```no_run
 //! use statestore::blocking::Client;

@@ -42,9 +42,13 @@ if TYPE_CHECKING:
 
     _P = ParamSpec("_P")
 else:
-    # Python 3.9 has no ParamSpec and typing_extensions is only for type checkers: at run time
-    # `_P` only has to be something `Generic` accepts.
-    _P = TypeVar("_P")
+    try:
+        from typing import ParamSpec
+    except ImportError:
+        # Python 3.9 has no ParamSpec and typing_extensions is only for type checkers; at run
+        # time `_P` only has to be something `Generic` accepts.
+        ParamSpec = TypeVar
+    _P = ParamSpec("_P")
 
 _T = TypeVar("_T")
 _N = TypeVar("_N")

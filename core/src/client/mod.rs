@@ -54,8 +54,9 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// which runs it on the library's runtime. The twins are defined by the `blocking_twins!` macro
 /// this emits and `blocking.rs` invokes, so that this module does not depend on `blocking`.
 ///
-/// Doc links in an operation's rustdoc resolve in both modules: name items by their crate path
-/// (`crate::Error::Closed`), or by names both modules import.
+/// The twin's signature and rustdoc resolve in `blocking.rs`, which imports every name of the
+/// crate root (and `Bytes`, `Duration`): name types and doc links by those names. rustfmt
+/// leaves the bodies inside the macro call as written, so format them by hand.
 macro_rules! operations {
     ($(
         $(#[$attr:meta])*

@@ -27,6 +27,26 @@ export interface Abortable {
   signal?: AbortSignal
 }
 
+/** `T` without `signal`: what a Sync twin takes where its Promise method takes `T`. */
+type WithoutSignal<T> = T extends Abortable
+  ? keyof T extends 'signal'
+    ? never // options that are only `Abortable`: the twin takes none
+    : Omit<T, 'signal'>
+  : T
+
+/**
+ * The blocking twins of the Promise methods of `T`: `name(…): Promise<R>` becomes
+ * `nameSync(…): R`, with the same parameters less `signal`. Each operation is declared once,
+ * as its Promise method, and its twin follows from it.
+ */
+type SyncTwins<T> = {
+  [K in keyof T as T[K] extends (...args: never[]) => Promise<unknown> ? `${K & string}Sync` : never]: T[K] extends (
+    ...args: infer A
+  ) => Promise<infer R>
+    ? (...args: { [I in keyof A]: WithoutSignal<A[I]> }) => R
+    : never
+}
+
 /** The `AbortError` an aborted call rejects with. */
 export interface AbortError extends Error {
   name: 'AbortError'
@@ -280,17 +300,20 @@ export declare class KeyIterator<V = Buffer> implements AsyncIterableIterator<V>
   [Symbol.iterator](): Iterator<V>
 }
 
+/** The operations of a held lock (each with its Sync twin). */
+interface LockGuardCalls {
+  release(): Promise<void>
+  renew(): Promise<void>
+}
+
 /** A held lock. */
+export interface LockGuard<V = Buffer> extends LockGuardCalls, SyncTwins<LockGuardCalls> {}
 export declare class LockGuard<V = Buffer> {
   private constructor()
   /** Pass it as `fencingToken` to writes protected by the lock. */
   readonly fencingToken: Version
   readonly isHeld: boolean
   readonly holderName: V
-  release(): Promise<void>
-  releaseSync(): void
-  renew(): Promise<void>
-  renewSync(): void
   /** A stream with one `lost` event if the lock is lost while held. */
   lossEvents(): Observation<V>
   [Symbol.asyncDispose](): Promise<void>
@@ -305,19 +328,21 @@ export interface LockOptions {
   autoRenew?: boolean
 }
 
+/** The operations of a named lock (each with its Sync twin). */
+interface LockCalls<V> {
+  /** Waits until acquired (or the timeout; `signal` aborts the wait). */
+  lock(options?: Abortable): Promise<LockGuard<V>>
+  /** One attempt: `null` if someone else holds it. */
+  tryLock(options?: Abortable): Promise<LockGuard<V> | null>
+  /** The current holder's name, or null. */
+  holder(): Promise<V | null>
+}
+
 /** A named lock. */
+export interface Lock<V = Buffer> extends LockCalls<V>, SyncTwins<LockCalls<V>> {}
 export declare class Lock<V = Buffer> {
   private constructor()
   readonly name: V
-  /** Waits until acquired (or the timeout; `signal` aborts the wait). */
-  lock(options?: Abortable): Promise<LockGuard<V>>
-  lockSync(): LockGuard<V>
-  /** One attempt: `null` if someone else holds it. */
-  tryLock(options?: Abortable): Promise<LockGuard<V> | null>
-  tryLockSync(): LockGuard<V> | null
-  /** The current holder's name, or null. */
-  holder(): Promise<V | null>
-  holderSync(): V | null
   /**
    * Acquire, read `key`, write `fn(old)` with the fencing token (`null`/`undefined` deletes),
    * release; returns what was written. If `fn` throws, nothing is written. `signal` aborts
@@ -335,47 +360,47 @@ export interface AcquireResult<V = Buffer> {
   holder: V | null
 }
 
-/** A lease on one key under one holder name. */
-export declare class Lease<V = Buffer> {
-  private constructor()
+/** The operations of a lease (each with its Sync twin). */
+interface LeaseCalls<V> {
   tryAcquire(options: { ttl: number } & Abortable): Promise<AcquireResult<V>>
-  tryAcquireSync(options: { ttl: number }): AcquireResult<V>
   /** Waits until acquired (or `timeout` ms): the fencing token. */
   acquire(options: { ttl: number; timeout?: number } & Abortable): Promise<Version>
-  acquireSync(options: { ttl: number; timeout?: number }): Version
   renew(): Promise<void>
-  renewSync(): void
   /** Releases it if this holder has it: whether it did. */
   release(): Promise<boolean>
-  releaseSync(): boolean
   holder(): Promise<V | null>
-  holderSync(): V | null
-  readonly fencingToken: Version | null
-  readonly isHeld: boolean
-  /** The lease's state now. */
-  readonly state: { state: 'notHeld' | 'held' | 'lost'; fencingToken: Version | null; loss: Loss | null }
   /**
    * Waits until not held, for at most `timeout` ms (absent: until then; 0: the state now): the
    * loss, or null if released, never held, or still held when the time is up.
    */
   lost(options?: { timeout?: number } & Abortable): Promise<Loss | null>
-  lostSync(options?: { timeout?: number }): Loss | null
+}
+
+/** A lease on one key under one holder name. */
+export interface Lease<V = Buffer> extends LeaseCalls<V>, SyncTwins<LeaseCalls<V>> {}
+export declare class Lease<V = Buffer> {
+  private constructor()
+  readonly fencingToken: Version | null
+  readonly isHeld: boolean
+  /** The lease's state now. */
+  readonly state: { state: 'notHeld' | 'held' | 'lost'; fencingToken: Version | null; loss: Loss | null }
   /** A stream with one `lost` event when the lease is lost. */
   lossEvents(): Observation<V>
 }
 
-/** Leader election among candidates. */
-export declare class Election<V = Buffer> {
-  private constructor()
+/** The operations of a leader election (each with its Sync twin). */
+interface ElectionCalls<V> {
   /** Waits until elected (or `timeout` ms): the fencing token. */
   campaign(options?: { timeout?: number } & Abortable): Promise<Version>
-  campaignSync(options?: { timeout?: number }): Version
   tryCampaign(options?: Abortable): Promise<AcquireResult<V>>
-  tryCampaignSync(): AcquireResult<V>
   resign(): Promise<void>
-  resignSync(): void
   leader(): Promise<V | null>
-  leaderSync(): V | null
+}
+
+/** Leader election among candidates. */
+export interface Election<V = Buffer> extends ElectionCalls<V>, SyncTwins<ElectionCalls<V>> {}
+export declare class Election<V = Buffer> {
+  private constructor()
   /** `elected` (leader in `holder`) and `vacant` events; the first is the current state. */
   observe(): Observation<V>
   observeSync(): Observation<V>
@@ -384,14 +409,17 @@ export declare class Election<V = Buffer> {
   lossEvents(): Observation<V>
 }
 
+/** The operations of a local state store (each with its Sync twin). */
+interface LocalServerCalls {
+  stop(): Promise<void>
+}
+
 /** A running local state store (from `mqtt-statestore/testing`). */
-export interface LocalServer {
+export interface LocalServer extends LocalServerCalls, SyncTwins<LocalServerCalls> {
   readonly host: string
   readonly port: number
   /** `{ host, port }` for `Client.connect`. */
   readonly connectOptions: { host: string; port: number }
-  stop(): Promise<void>
-  stopSync(): void
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -411,6 +439,24 @@ export interface LocalServerOptions {
   tlsKey?: string
 }
 
+/** The operations of a client: each declared once, as its Promise method (the Sync twin follows). */
+interface ClientCalls<V> {
+  set(key: Bytes, value: Bytes, options?: SetOptions & Abortable): Promise<SetResult>
+  /** The value and version, or null when the key does not exist. */
+  get(key: Bytes, options?: GetOptions & Abortable): Promise<ValueResult<V> | null>
+  delete(key: Bytes, options?: DeleteOptions & Abortable): Promise<DeleteResult>
+  /** Deletes `key` only if it holds `value`. */
+  vdel(key: Bytes, value: Bytes, options?: DeleteOptions & Abortable): Promise<DeleteResult>
+  /** Ends every observation of `key` on this client. */
+  unobserve(key: Bytes): Promise<void>
+  /** Waits for the lock `name` (`signal` aborts the wait). */
+  lock(name: Bytes, options: LockOptions & Abortable): Promise<LockGuard<V>>
+  tryLock(name: Bytes, options: LockOptions & Abortable): Promise<LockGuard<V> | null>
+  /** Calls in flight fail with STATESTORE_CLOSED, observations end. Idempotent. */
+  close(): Promise<void>
+}
+
+export interface Client<V = Buffer> extends ClientCalls<V>, SyncTwins<ClientCalls<V>> {}
 /**
  * A state store client: every operation as a Promise method and a blocking `…Sync` twin.
  * Safe to use from several async tasks at once (any number of calls in flight); each worker
@@ -444,22 +490,9 @@ export declare class Client<V = Buffer> {
   readonly clientId: string
   readonly isClosed: boolean
 
-  set(key: Bytes, value: Bytes, options?: SetOptions & Abortable): Promise<SetResult>
-  setSync(key: Bytes, value: Bytes, options?: SetOptions): SetResult
-  /** The value and version, or null when the key does not exist. */
-  get(key: Bytes, options?: GetOptions & Abortable): Promise<ValueResult<V> | null>
-  getSync(key: Bytes, options?: GetOptions): ValueResult<V> | null
-  delete(key: Bytes, options?: DeleteOptions & Abortable): Promise<DeleteResult>
-  deleteSync(key: Bytes, options?: DeleteOptions): DeleteResult
-  /** Deletes `key` only if it holds `value`. */
-  vdel(key: Bytes, value: Bytes, options?: DeleteOptions & Abortable): Promise<DeleteResult>
-  vdelSync(key: Bytes, value: Bytes, options?: DeleteOptions): DeleteResult
   /** Notifications of `key` (await `.ready` before relying on seeing a change). */
   observe(key: Bytes): Observation<V>
   observeSync(key: Bytes): Observation<V>
-  /** Ends every observation of `key` on this client. */
-  unobserve(key: Bytes): Promise<void>
-  unobserveSync(key: Bytes): void
   /**
    * Keys matching a glob pattern (`user:*`), lazily. Patterns follow the service's dialect
    * (the Rust glob crate's `Pattern`): `*`, `?`, `[abc]`, `[a-z]`, `[!0-9]` negates (`[^...]`
@@ -469,13 +502,5 @@ export declare class Client<V = Buffer> {
   keysSync(pattern: Bytes): KeyIterator<V>
   lease(key: Bytes, holder: Bytes, options?: { autoRenew?: boolean }): Lease<V>
   createLock(name: Bytes, options: LockOptions): Lock<V>
-  /** Waits for the lock `name` (`signal` aborts the wait). */
-  lock(name: Bytes, options: LockOptions & Abortable): Promise<LockGuard<V>>
-  lockSync(name: Bytes, options: LockOptions): LockGuard<V>
-  tryLock(name: Bytes, options: LockOptions & Abortable): Promise<LockGuard<V> | null>
-  tryLockSync(name: Bytes, options: LockOptions): LockGuard<V> | null
   election(name: Bytes, candidate: Bytes, options: { ttl: number }): Election<V>
-  /** Calls in flight fail with STATESTORE_CLOSED, observations end. Idempotent. */
-  close(): Promise<void>
-  closeSync(): void
 }

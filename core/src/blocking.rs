@@ -2,10 +2,9 @@
 //! runtime (and for the C, Python and Node bindings).
 //!
 //! Each call runs the async client on the library's internal runtime ([`crate::runtime`]).
-//! A call made from inside an async runtime fails with [`Error::Runtime`](crate::Error::Runtime)
-//! instead of blocking (or panicking). After `fork`, a client created in the parent fails with
-//! [`Error::Runtime`](crate::Error::Runtime) in the child; clients created in the child work
-//! (the child gets its own runtime).
+//! A call made from inside an async runtime fails with [`Error::Runtime`] instead of blocking
+//! (or panicking). After `fork`, a client created in the parent fails with [`Error::Runtime`]
+//! in the child; clients created in the child work (the child gets its own runtime).
 //!
 //! ```no_run
 //! use statestore::blocking::Client;
@@ -22,10 +21,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::client::{
-    ConnectOptions, DeleteOptions, DeleteResult, Observation, SetOptions, SetResult, Value,
-};
-use crate::{runtime, Result};
+// The operations' signatures and rustdoc are written once, in `crate::client`, and name their
+// types there; every public type is at the crate root, so the glob makes them resolve here too.
+use crate::*;
+
+// The operations, declared once with the async client (`crate::client`'s `operations!`): each
+// is the async method run on the library's runtime, with the same rustdoc.
+crate::client::blocking_twins!();
 
 mod election;
 mod keys;
@@ -71,55 +73,6 @@ impl Client {
         self.inner.client_id()
     }
 
-    /// Sets `key` to `value`; see [`crate::Client::set`].
-    pub fn set(
-        &self,
-        key: impl Into<Bytes>,
-        value: impl Into<Bytes>,
-        options: SetOptions,
-    ) -> Result<SetResult> {
-        self.run(self.inner.set(key, value, options))
-    }
-
-    /// Reads `key`; see [`crate::Client::get`].
-    pub fn get(&self, key: impl Into<Bytes>) -> Result<Option<Value>> {
-        self.run(self.inner.get(key))
-    }
-
-    /// Reads `key` with its own timeout; see [`crate::Client::get_with_timeout`].
-    pub fn get_with_timeout(
-        &self,
-        key: impl Into<Bytes>,
-        timeout: Option<Duration>,
-    ) -> Result<Option<Value>> {
-        self.run(self.inner.get_with_timeout(key, timeout))
-    }
-
-    /// Deletes `key`; see [`crate::Client::delete`].
-    pub fn delete(&self, key: impl Into<Bytes>, options: DeleteOptions) -> Result<DeleteResult> {
-        self.run(self.inner.delete(key, options))
-    }
-
-    /// Deletes `key` if it holds `value`; see [`crate::Client::vdel`].
-    pub fn vdel(
-        &self,
-        key: impl Into<Bytes>,
-        value: impl Into<Bytes>,
-        options: DeleteOptions,
-    ) -> Result<DeleteResult> {
-        self.run(self.inner.vdel(key, value, options))
-    }
-
-    /// Observes `key`; consume the observation with [`Observation::next_timeout`].
-    pub fn observe(&self, key: impl Into<Bytes>) -> Result<Observation> {
-        self.run(self.inner.observe(key))
-    }
-
-    /// Ends the observations of `key`; see [`crate::Client::unobserve`].
-    pub fn unobserve(&self, key: impl Into<Bytes>) -> Result<()> {
-        self.run(self.inner.unobserve(key))
-    }
-
     /// The keys matching a glob pattern in the service's dialect (`[!0-9]` negates, no
     /// backslash escape), fetched page by page as the iterator is consumed; see
     /// [`crate::Client::keys`].
@@ -130,11 +83,6 @@ impl Client {
     /// Every key matching `pattern`; see [`crate::Client::keys_all`].
     pub fn keys_all(&self, pattern: impl Into<Bytes>) -> Result<Vec<Bytes>> {
         self.keys(pattern)?.collect_all()
-    }
-
-    /// Closes the client; see [`crate::Client::close`].
-    pub fn close(&self) -> Result<()> {
-        self.run(self.inner.close())
     }
 
     /// Whether the client has been closed.

@@ -4,8 +4,8 @@
 //! # Guide
 //!
 //! Connect with [`Client::connect`] (async, on tokio) or [`blocking::Client::connect`] (plain
-//! threads), then call [`Client::set`], [`Client::get`], [`Client::delete`], [`Client::vdel`]
-//! and [`Client::observe`]. Keys and values are arbitrary bytes (anything that converts into
+//! threads), then call the operations of [`Client`] (the blocking client has the same ones,
+//! with the same documentation). Keys and values are arbitrary bytes (anything that converts into
 //! [`Bytes`](bytes::Bytes)); keys may not be empty.
 //!
 //! ```no_run
@@ -78,10 +78,13 @@ pub mod protocol;
 #[cfg(feature = "client")]
 pub mod runtime;
 
+// The operations' options and results (`client::types`) all reach the crate root, so that a
+// new one needs no line here.
+#[cfg(feature = "client")]
+pub use client::types::*;
 #[cfg(feature = "client")]
 pub use client::{
-    Authentication, Client, ConnectOptions, DeleteOptions, DeleteOutcome, DeleteResult, KeyEvent,
-    Keys, Observation, ReconnectPolicy, SetOptions, SetResult, TlsOptions, Value,
+    Authentication, Client, ConnectOptions, Keys, Observation, ReconnectPolicy, TlsOptions,
     OBSERVATION_QUEUE_LIMIT,
 };
 pub use error::{Error, ErrorCategory, ErrorCode, ErrorInfo};

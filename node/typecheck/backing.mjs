@@ -6,38 +6,15 @@
 // testing/index.d.ts, written by napi-rs from the Rust source at build) and exported by the
 // addon as loaded. Exits non-zero naming each gap.
 // Run from node/ after a build: `node typecheck/backing.mjs [package directory]`.
-import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+import { declared } from './declared.mjs'
+
 const here = dirname(fileURLToPath(import.meta.url))
 const dir = process.argv[2] ?? join(here, '..')
 const require = createRequire(join(dir, 'package.json'))
-const ts = createRequire(join(here, '..', 'package.json'))('typescript')
-
-/** What a .d.ts file declares: its classes' members by class (`constructor` if public), its functions and constants. */
-function declared(file) {
-  const source = ts.createSourceFile(file, readFileSync(join(dir, file), 'utf8'), ts.ScriptTarget.Latest)
-  const classes = new Map()
-  const names = new Set()
-  for (const node of source.statements) {
-    if (ts.isClassDeclaration(node) && node.name) {
-      const members = new Set()
-      for (const member of node.members) {
-        const hidden = member.modifiers?.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword)
-        if (ts.isConstructorDeclaration(member) && !hidden) members.add('constructor')
-        else if (member.name && ts.isIdentifier(member.name)) members.add(member.name.text)
-      }
-      classes.set(node.name.text, members)
-    } else if (ts.isFunctionDeclaration(node) && node.name) {
-      names.add(node.name.text)
-    } else if (ts.isVariableStatement(node)) {
-      for (const declaration of node.declarationList.declarations) names.add(declaration.name.text)
-    }
-  }
-  return { file, classes, names }
-}
 
 /** The testing addon: installed, or built beside the package in a checkout (as lib/testing.js finds it). */
 function testingAddon() {
@@ -48,7 +25,7 @@ function testingAddon() {
   }
 }
 
-const generated = [declared('native.d.ts'), declared('testing/index.d.ts')]
+const generated = [declared(dir, 'native.d.ts'), declared(dir, 'testing/index.d.ts')]
 const addons = [require('./native.js'), testingAddon()]
 const pkg = { ...require('./index.js'), ...require('./testing.js') }
 const { backing = new Map() } = require('./lib/call.js')
@@ -68,7 +45,7 @@ function gaps(native) {
 const problems = []
 let members = 0
 let backed = 0
-for (const { file, classes, names } of [declared('index.d.ts'), declared('testing.d.ts')]) {
+for (const { file, classes, names } of [declared(dir, 'index.d.ts'), declared(dir, 'testing.d.ts')]) {
   const promised = [...names, ...[...classes].flatMap(([cls, set]) => [...set].map((member) => `${cls}.${member}`))]
   for (const name of promised) {
     const [owner, member] = name.split('.')

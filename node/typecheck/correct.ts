@@ -1,6 +1,25 @@
 // Correct uses of the package's types: `tsc --strict` must accept every line (check.mjs).
 // Never run, only type-checked.
-import { Client, type ConnectOptions, type DeleteResult, type StoreEvent, type ValueResult } from 'mqtt-statestore'
+import {
+  Client,
+  type AcquireResult,
+  type Bytes,
+  type ConnectOptions,
+  type DeleteOptions,
+  type DeleteResult,
+  type Election,
+  type GetOptions,
+  type Lease,
+  type Lock,
+  type LockGuard,
+  type LockOptions,
+  type Loss,
+  type SetOptions,
+  type SetResult,
+  type StoreEvent,
+  type ValueResult,
+  type Version,
+} from 'mqtt-statestore'
 import { startLocalServer } from 'mqtt-statestore/testing'
 
 export async function buffers(): Promise<void> {
@@ -37,4 +56,35 @@ export async function strings(options: ConnectOptions): Promise<void> {
   const either: Client<Buffer | string> = await Client.connect(options)
   const buffers: Client<Buffer> = await Client.fromEnv({ returnStrings: false, tls: true, caFile: '/etc/ca.pem' })
   console.log(leader, fromEnv.clientId, either.clientId, buffers.clientId)
+}
+
+// Each Sync twin is its Promise method's type: the same parameters less `signal`, the value
+// itself (index.d.ts derives the twins; these pin what users see).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const same = <A, B>(verdict: Same<A, B>): Same<A, B> => verdict
+
+export function twins(client: Client<string>, guard: LockGuard<string>, lease: Lease<string>, lock: Lock<string>, election: Election<string>): void {
+  same<typeof client.setSync, (key: Bytes, value: Bytes, options?: SetOptions) => SetResult>(true)
+  same<typeof client.getSync, (key: Bytes, options?: GetOptions) => ValueResult<string> | null>(true)
+  same<typeof client.deleteSync, (key: Bytes, options?: DeleteOptions) => DeleteResult>(true)
+  same<typeof client.vdelSync, (key: Bytes, value: Bytes, options?: DeleteOptions) => DeleteResult>(true)
+  same<typeof client.unobserveSync, (key: Bytes) => void>(true)
+  same<typeof client.lockSync, (name: Bytes, options: LockOptions) => LockGuard<string>>(true)
+  same<typeof client.tryLockSync, (name: Bytes, options: LockOptions) => LockGuard<string> | null>(true)
+  same<typeof client.closeSync, () => void>(true)
+  same<typeof guard.releaseSync, () => void>(true)
+  same<typeof guard.renewSync, () => void>(true)
+  same<typeof lease.tryAcquireSync, (options: { ttl: number }) => AcquireResult<string>>(true)
+  same<typeof lease.acquireSync, (options: { ttl: number; timeout?: number }) => Version>(true)
+  same<typeof lease.releaseSync, () => boolean>(true)
+  same<typeof lease.holderSync, () => string | null>(true)
+  same<typeof lease.lostSync, (options?: { timeout?: number }) => Loss | null>(true)
+  same<typeof lock.holderSync, () => string | null>(true)
+  same<typeof election.campaignSync, (options?: { timeout?: number }) => Version>(true)
+  same<typeof election.resignSync, () => void>(true)
+  same<typeof election.leaderSync, () => string | null>(true)
+  const guardOf: LockGuard<string> = lock.lockSync()
+  const maybe: LockGuard<string> | null = lock.tryLockSync()
+  const attempt: AcquireResult<string> = election.tryCampaignSync()
+  console.log(guardOf, maybe, attempt)
 }

@@ -26,5 +26,8 @@ export async function mistakes(): Promise<void> {
   for await (const key of text.keys('*')) key.toString('hex') // mistake: keys are already strings
   const buffers: Client<Buffer> = text // mistake: a string client is not a Buffer client
   await startLocalServer({ prot: 0 }) // mistake: misspelt option
+  client.setSync('k', 'v', { signal: AbortSignal.timeout(5) }) // mistake: a Sync twin takes no signal
+  const lock = client.createLock('locks/a', { ttl: 1_000 })
+  lock.lockSync({ signal: AbortSignal.timeout(5) }) // mistake: lockSync takes no options
   console.log(asText, asBytes, buffers)
 }

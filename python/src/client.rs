@@ -413,3 +413,15 @@ impl KeyPager {
         ))
     }
 }
+
+/// Registers this file's classes in `_native` (a new class is added here, next to its
+/// definition).
+pub(crate) fn register(classes: &mut crate::Classes<'_, '_>) -> pyo3::PyResult<()> {
+    classes
+        .internal::<Client>()?
+        .internal::<KeyPager>()?
+        .exported::<SetResult>()?
+        .exported::<Value>()?
+        .exported::<DeleteResult>()?;
+    Ok(())
+}

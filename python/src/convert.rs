@@ -220,3 +220,10 @@ pub fn version_arg(ob: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option
         _ => Ok(None),
     }
 }
+
+/// Registers this file's classes in `_native` (a new class is added here, next to its
+/// definition).
+pub(crate) fn register(classes: &mut crate::Classes<'_, '_>) -> pyo3::PyResult<()> {
+    classes.exported::<Version>()?;
+    Ok(())
+}

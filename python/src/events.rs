@@ -174,3 +174,13 @@ impl Observation {
         self.stream.close();
     }
 }
+
+/// Registers this file's classes in `_native` (a new class is added here, next to its
+/// definition).
+pub(crate) fn register(classes: &mut crate::Classes<'_, '_>) -> pyo3::PyResult<()> {
+    classes
+        .exported::<Event>()?
+        .exported::<Loss>()?
+        .internal::<Observation>()?;
+    Ok(())
+}

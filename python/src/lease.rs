@@ -589,3 +589,16 @@ impl Election {
         lost_op(self.election.lease(), timeout, self.decode)
     }
 }
+
+/// Registers this file's classes in `_native` (a new class is added here, next to its
+/// definition).
+pub(crate) fn register(classes: &mut crate::Classes<'_, '_>) -> pyo3::PyResult<()> {
+    classes
+        .exported::<AcquireResult>()?
+        .internal::<Lease>()?
+        .internal::<Lock>()?
+        .internal::<LockGuard>()?
+        .internal::<Update>()?
+        .internal::<Election>()?;
+    Ok(())
+}

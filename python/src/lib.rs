@@ -30,6 +30,7 @@ mod api {
 }
 
 use pyo3::prelude::*;
+use pyo3::PyClass;
 
 /// `(code, name, class_name, category, description)` of every core error code but `OK`.
 #[pyfunction]
@@ -82,26 +83,41 @@ fn check_text(value: &Bound<'_, pyo3::types::PyString>, name: &str) -> PyResult<
     convert::text(value, name).map(drop)
 }
 
+/// The classes of `_native`, registered by the file that defines them (its `register`), each
+/// as exported (a type users of `statestore` name: `_native.__all__`, which `statestore`
+/// re-exports) or internal.
+pub(crate) struct Classes<'a, 'py> {
+    module: &'a Bound<'py, PyModule>,
+    exported: Vec<&'static str>,
+}
+
+impl Classes<'_, '_> {
+    /// Registers `T` as a type `statestore` exports.
+    pub(crate) fn exported<T: PyClass>(&mut self) -> PyResult<&mut Self> {
+        self.module.add_class::<T>()?;
+        self.exported.push(<T as PyClass>::NAME);
+        Ok(self)
+    }
+
+    /// Registers `T` for the pure Python part only.
+    pub(crate) fn internal<T: PyClass>(&mut self) -> PyResult<&mut Self> {
+        self.module.add_class::<T>()?;
+        Ok(self)
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<operation::Operation>()?;
-    m.add_class::<operation::Completions>()?;
-    m.add_class::<client::Client>()?;
-    m.add_class::<client::KeyPager>()?;
-    m.add_class::<client::SetResult>()?;
-    m.add_class::<client::Value>()?;
-    m.add_class::<client::DeleteResult>()?;
-    m.add_class::<convert::Version>()?;
-    m.add_class::<events::Event>()?;
-    m.add_class::<events::Loss>()?;
-    m.add_class::<events::Observation>()?;
-    m.add_class::<lease::AcquireResult>()?;
-    m.add_class::<lease::Lease>()?;
-    m.add_class::<lease::Lock>()?;
-    m.add_class::<lease::LockGuard>()?;
-    m.add_class::<lease::Update>()?;
-    m.add_class::<lease::Election>()?;
-    m.add_class::<logs::LogQueue>()?;
+    let mut classes = Classes {
+        module: m,
+        exported: Vec::new(),
+    };
+    operation::register(&mut classes)?;
+    client::register(&mut classes)?;
+    convert::register(&mut classes)?;
+    events::register(&mut classes)?;
+    lease::register(&mut classes)?;
+    logs::register(&mut classes)?;
     m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
     m.add_function(wrap_pyfunction!(finalizing::exiting, m)?)?;
     m.add_function(wrap_pyfunction!(check_text, m)?)?;
@@ -112,5 +128,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_conditions, m)?)?;
     m.add_function(wrap_pyfunction!(vocabulary, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Last: `add` appends every name to `__all__`, and `from ._native import *` in `statestore`
+    // must take the exported classes only.
+    m.setattr("__all__", classes.exported)?;
     Ok(())
 }

@@ -167,3 +167,10 @@ impl LogQueue {
 pub fn stop_logs() {
     clear_log_sink();
 }
+
+/// Registers this file's classes in `_native` (a new class is added here, next to its
+/// definition).
+pub(crate) fn register(classes: &mut crate::Classes<'_, '_>) -> pyo3::PyResult<()> {
+    classes.internal::<LogQueue>()?;
+    Ok(())
+}

@@ -207,3 +207,10 @@ pub fn panicking_call(in_conversion: bool) -> Operation {
         |_py, ()| panic!("a panic injected by the test suite, in a conversion"),
     )
 }
+
+/// Registers this file's classes in `_native` (a new class is added here, next to its
+/// definition).
+pub(crate) fn register(classes: &mut crate::Classes<'_, '_>) -> pyo3::PyResult<()> {
+    classes.internal::<Operation>()?.internal::<Completions>()?;
+    Ok(())
+}

@@ -14,7 +14,7 @@ from ._logging import TRACE, disable_logging, enable_logging  # first: its exit 
 from ._common import BytesLike, Condition, ConnectOptions, EnvOptions
 from ._errors import *  # noqa: F401,F403 - one class per core error code
 from ._errors import ServiceError, StateStoreError
-from ._native import AcquireResult, DeleteResult, Event, Loss, SetResult, Value, Version
+from ._native import *  # noqa: F401,F403 - the result types (`_native.__all__`: the classes the native module exports)
 from ._native import __version__ as __version__
 from ._sync import Client, Election, Lease, Lock, LockGuard, Observation
 from ._timing import Seconds
@@ -45,7 +45,6 @@ CONNECT_OPTIONS = tuple(_native.connect_options())
 
 __all__ = [
     "CONNECT_OPTIONS",
-    "AcquireResult",
     "AsyncClient",
     "AsyncElection",
     "AsyncLease",
@@ -54,25 +53,20 @@ __all__ = [
     "AsyncObservation",
     "Election",
     "EnvOptions",
-    "Event",
     "Lease",
     "Lock",
     "LockGuard",
-    "Loss",
     "Observation",
     "BytesLike",
     "Client",
     "Condition",
     "ConnectOptions",
-    "DeleteResult",
     "Seconds",
     "ServiceError",
-    "SetResult",
     "StateStoreError",
     "TRACE",
-    "Value",
-    "Version",
     "disable_logging",
     "enable_logging",
 ]
+__all__.extend(_native.__all__)
 __all__.extend(_errors.__all__)

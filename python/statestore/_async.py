@@ -1,5 +1,6 @@
 """``statestore.AsyncClient``: the asyncio twin of :class:`statestore.Client` (same methods,
-awaitable). The operations themselves are in ``_common``."""
+awaitable). The operations themselves are in ``_common``; the classes here get them as
+coroutine methods from their base ``Awaiting``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from . import _native
 from ._aio import wait
 from ._common import (
     _V,
+    Awaiting,
     BytesLike,
     ClientBase,
     ElectionBase,
@@ -107,21 +109,14 @@ class _AsyncLosable(LosableBase):
     lost = awaitable(LosableBase._lost)
 
 
-class AsyncLease(LeaseBase[_V], _AsyncLosable):
+class AsyncLease(LeaseBase[_V], _AsyncLosable, Awaiting):
     """The asyncio twin of :class:`statestore.Lease`."""
 
-    try_acquire = awaitable(LeaseBase._try_acquire)
-    acquire = awaitable(LeaseBase._acquire)
-    renew = awaitable(LeaseBase._renew)
-    release = awaitable(LeaseBase._release)
-    holder = awaitable(LeaseBase._holder)
 
 
-class AsyncLockGuard(LockGuardBase[_V], _AsyncLosable):
+class AsyncLockGuard(LockGuardBase[_V], _AsyncLosable, Awaiting):
     """The asyncio twin of :class:`statestore.LockGuard`."""
 
-    renew = awaitable(LockGuardBase._renew)
-    release = awaitable(LockGuardBase._release)
 
     async def __aenter__(self) -> "AsyncLockGuard[_V]":
         return self
@@ -130,11 +125,10 @@ class AsyncLockGuard(LockGuardBase[_V], _AsyncLosable):
         await self.release()
 
 
-class AsyncLock(LockBase[_V]):
+class AsyncLock(LockBase[_V], Awaiting):
     """``async with client.lock(name, ttl=10.0) as guard:`` waits for the lock and releases it."""
 
     acquire = awaitable(LockBase._acquire, AsyncLockGuard)
-    holder = awaitable(LockBase._holder)
 
     async def try_acquire(self) -> Optional[AsyncLockGuard[_V]]:
         """One attempt: the guard, or ``None`` if someone else holds the lock."""
@@ -165,13 +159,9 @@ class AsyncLock(LockBase[_V]):
         await pop_guard(self).release()
 
 
-class AsyncElection(ElectionBase[_V], _AsyncLosable):
+class AsyncElection(ElectionBase[_V], _AsyncLosable, Awaiting):
     """The asyncio twin of :class:`statestore.Election`."""
 
-    campaign = awaitable(ElectionBase._campaign)
-    try_campaign = awaitable(ElectionBase._try_campaign)
-    resign = awaitable(ElectionBase._resign)
-    leader = awaitable(ElectionBase._leader)
 
     def observe(self) -> AsyncObservation[_V]:
         """Leadership changes (``async for``, or ``await`` to start at once)."""
@@ -179,7 +169,7 @@ class AsyncElection(ElectionBase[_V], _AsyncLosable):
 
 
 class AsyncClient(
-    ClientBase["Coroutine[Any, Any, AsyncClient[bytes]]", "Coroutine[Any, Any, AsyncClient[str]]", _V]
+    ClientBase["Coroutine[Any, Any, AsyncClient[bytes]]", "Coroutine[Any, Any, AsyncClient[str]]", _V], Awaiting
 ):
     """An asyncio client of the state store. ``client = await AsyncClient.connect(...)``;
     ``async with client: ...`` closes it. Usable from several event loops and threads."""
@@ -188,15 +178,9 @@ class AsyncClient(
     async def _complete(cls, start: "Callable[[], _native.Operation[Any]]") -> Any:
         return cls(await wait(start()))
 
-    set = awaitable(ClientBase._set)
-    get = awaitable(ClientBase._get)
-    delete = awaitable(ClientBase._delete)
-    vdel = awaitable(ClientBase._vdel)
-    unobserve = awaitable(ClientBase._unobserve)
     lock = wrapping(ClientBase._lock, AsyncLock)
     lease = wrapping(ClientBase._lease, AsyncLease)
     election = wrapping(ClientBase._election, AsyncElection)
-    close = awaitable(ClientBase._close)
 
     async def keys(self, pattern: BytesLike = "*") -> AsyncIterator[_V]:
         """The keys matching ``pattern``, fetched page by page (``async for``).

@@ -1,7 +1,8 @@
 """What the blocking and the asyncio clients share: every operation's one body (argument
 shaping, the native call, the conversion of its result) and the attributes read from the native
-objects. ``_sync`` and ``_async`` only say how a call completes: ``blocking(op)`` waits on the
-caller's thread, ``awaitable(op)`` on the event loop."""
+objects. An ``@operation`` is a method of both flavours at once: each flavour's class only says
+how a call completes, by its base (``Blocking``: on the caller's thread, ``Awaiting``: on the
+event loop)."""
 
 from __future__ import annotations
 
@@ -37,8 +38,16 @@ from ._native import AcquireResult, DeleteResult, Loss, SetResult, Value, Versio
 from ._timing import Seconds
 
 if TYPE_CHECKING:
-    from typing_extensions import ParamSpec, Unpack
+    from typing_extensions import Concatenate, ParamSpec, Unpack
 
+    _P = ParamSpec("_P")
+else:
+    try:
+        from typing import ParamSpec
+    except ImportError:
+        # Python 3.9 has no ParamSpec and typing_extensions is only for type checkers; at run
+        # time `_P` only has to be something `Generic` accepts.
+        ParamSpec = TypeVar
     _P = ParamSpec("_P")
 
 _T = TypeVar("_T")
@@ -214,6 +223,51 @@ def wrapping(op: "Callable[_P, _N]", then: Callable[[_N], _T]) -> "Callable[_P, 
     return _published(run, op, then)  # type: ignore[no-any-return]
 
 
+class Blocking:
+    """Base of the blocking flavour's classes: their ``@operation`` methods wait on the caller's
+    thread."""
+
+
+class Awaiting:
+    """Base of the asyncio flavour's classes: their ``@operation`` methods are coroutines."""
+
+
+class operation(Generic[_P, _T]):
+    """An operation of both flavours, written once as a method that starts the native call
+    (returning ``_native.Operation[T]``): in a ``Blocking`` class a method returning ``T``, in an
+    ``Awaiting`` class a coroutine method giving ``T``, each with the body's name, parameters and
+    docstring. ``Shared`` puts the flavour's plain function in each flavour class, so a call
+    costs what a hand-written method costs."""
+
+    def __init__(self, op: "Callable[Concatenate[Any, _P], _native.Operation[_T]]") -> None:
+        self._op = op
+        self._name = op.__name__
+        self.__doc__ = op.__doc__
+        self.__wrapped__ = op
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def made_for(self, flavour: type) -> Callable[..., Any]:
+        """The function ``flavour`` (a ``Blocking`` or ``Awaiting`` class) has for this operation."""
+        made: Callable[..., Any] = (awaitable if issubclass(flavour, Awaiting) else blocking)(self._op)
+        made.__name__ = self._name
+        made.__qualname__ = f"{flavour.__qualname__}.{self._name}"
+        return made
+
+    @overload
+    def __get__(self, obj: None, owner: Optional[type] = None) -> "operation[_P, _T]": ...
+    @overload
+    def __get__(self, obj: Blocking, owner: Optional[type] = None) -> "Callable[_P, _T]": ...
+    @overload
+    def __get__(self, obj: Awaiting, owner: Optional[type] = None) -> "Callable[_P, Coroutine[Any, Any, _T]]": ...
+    def __get__(self, obj: Optional[object], owner: Optional[type] = None) -> Any:
+        # Only reached on the shared base classes: each flavour class has its own function.
+        if obj is None:
+            return self
+        return types.MethodType(self.made_for(type(obj)), obj)
+
+
 class Native(Generic[_T]):
     """An attribute read from the native object (``self._native``); ``settable`` ones are
     written through to it."""
@@ -243,8 +297,10 @@ class Native(Generic[_T]):
 
 class Shared(Generic[_W]):
     """Base of the public classes: the native object they wrap. The shared operations are
-    private methods here (``_set``) that the flavours publish under their public name
-    (``set = blocking(ClientBase._set)``), which gets its name back below."""
+    ``@operation`` methods here, which every flavour class gets as its own function below. The
+    few whose result is a flavour's own class are private methods here (``_lock``) that each
+    flavour publishes under their public name (``lock = wrapping(ClientBase._lock, Lock)``),
+    which gets its name back below."""
 
     def __init__(self, native: _W) -> None:
         self._native = native
@@ -255,6 +311,11 @@ class Shared(Generic[_W]):
             if callable(attr) and hasattr(attr, "__wrapped__") and attr.__name__ != name:
                 attr.__name__ = name
                 attr.__qualname__ = f"{cls.__qualname__}.{name}"
+        if issubclass(cls, (Blocking, Awaiting)):
+            for name in dir(cls):
+                shared = inspect.getattr_static(cls, name)
+                if isinstance(shared, operation):
+                    setattr(cls, name, shared.made_for(cls))
 
 
 _S = TypeVar("_S")
@@ -348,7 +409,8 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
     client_id: Native[str] = Native("The MQTT client id.")
     closed: Native[bool] = Native("Whether the client was closed.")
 
-    def _set(
+    @operation
+    def set(
         self,
         key: BytesLike,
         value: BytesLike,
@@ -363,17 +425,20 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         ``fencing_token`` for a fenced key, ``persist`` to survive a service restart."""
         return self._native.set(key, value, condition_name(condition), expiry, fencing_token, persist, timeout)
 
-    def _get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> _native.Operation[Optional[Value[_V]]]:
+    @operation
+    def get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> _native.Operation[Optional[Value[_V]]]:
         """The key's value and version, or ``None`` if it does not exist."""
         return self._native.get(key, timeout)
 
-    def _delete(
+    @operation
+    def delete(
         self, key: BytesLike, *, fencing_token: Optional[Version] = None, timeout: Optional[Seconds] = None
     ) -> _native.Operation[DeleteResult]:
         """Deletes ``key``."""
         return self._native.delete(key, fencing_token, timeout)
 
-    def _vdel(
+    @operation
+    def vdel(
         self,
         key: BytesLike,
         value: BytesLike,
@@ -384,7 +449,8 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         """Deletes ``key`` only if it holds ``value``."""
         return self._native.vdel(key, value, fencing_token, timeout)
 
-    def _unobserve(self, key: BytesLike) -> _native.Operation[None]:
+    @operation
+    def unobserve(self, key: BytesLike) -> _native.Operation[None]:
         """Ends every observation of ``key`` on this client."""
         return self._native.unobserve(key)
 
@@ -404,7 +470,8 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         """Leader election ``name`` with this client as ``candidate`` (a unique name)."""
         return _native.Election(self._native, name, candidate, ttl)
 
-    def _close(self) -> _native.Operation[None]:
+    @operation
+    def close(self) -> _native.Operation[None]:
         """Closes the client: calls in flight fail with ``ClosedError``, observations end."""
         return self._native.close()
 
@@ -426,7 +493,8 @@ class HoldingBase(Shared[_H]):
 
     held: Native[bool] = Native("Whether it is held now.")
 
-    def _renew(self) -> _native.Operation[None]:
+    @operation
+    def renew(self) -> _native.Operation[None]:
         return self._native.renew()
 
 
@@ -450,19 +518,23 @@ class LeaseBase(HoldingBase["_native.Lease[_V]"], Generic[_V]):
     loss: Native[Optional["_native.Loss[_V]"]] = Native('Why the last holding was lost (state ``"lost"``).')
     auto_renew: Native[bool] = Native(settable=True)
 
-    def _try_acquire(self, ttl: Seconds) -> _native.Operation[AcquireResult[_V]]:
+    @operation
+    def try_acquire(self, ttl: Seconds) -> _native.Operation[AcquireResult[_V]]:
         """One attempt: ``AcquireResult(acquired, fencing_token, holder)``."""
         return self._native.try_acquire(ttl)
 
-    def _acquire(self, ttl: Seconds, *, timeout: Optional[Seconds] = None) -> _native.Operation[Version]:
+    @operation
+    def acquire(self, ttl: Seconds, *, timeout: Optional[Seconds] = None) -> _native.Operation[Version]:
         """Waits until acquired (or ``timeout``: ``TimeoutError``); returns the fencing token."""
         return self._native.acquire(ttl, timeout)
 
-    def _release(self) -> _native.Operation[bool]:
+    @operation
+    def release(self) -> _native.Operation[bool]:
         """Releases the lease; ``True`` if the key was deleted."""
         return self._native.release()
 
-    def _holder(self) -> _native.Operation[Optional[_V]]:
+    @operation
+    def holder(self) -> _native.Operation[Optional[_V]]:
         """The current holder name on the service (``None``: free)."""
         return self._native.holder()
 
@@ -472,7 +544,8 @@ class LockGuardBase(HoldingBase["_native.LockGuard[_V]"], Generic[_V]):
     name: Native[_V] = Native()
     holder_name: Native[_V] = Native()
 
-    def _release(self) -> _native.Operation[None]:
+    @operation
+    def release(self) -> _native.Operation[None]:
         """Releases the lock (idempotent)."""
         return self._native.release()
 
@@ -489,7 +562,8 @@ class LockBase(Shared["_native.Lock[_V]"], Generic[_V]):
         """One attempt: the guard, or ``None`` if someone else holds the lock."""
         return self._native.try_lock()
 
-    def _holder(self) -> _native.Operation[Optional[_V]]:
+    @operation
+    def holder(self) -> _native.Operation[Optional[_V]]:
         """The current holder name on the service (``None``: free)."""
         return self._native.holder()
 
@@ -500,17 +574,21 @@ class ElectionBase(Shared["_native.Election[_V]"], Generic[_V]):
     is_leader: Native[bool] = Native()
     fencing_token: Native[Optional[Version]] = Native()
 
-    def _campaign(self, *, timeout: Optional[Seconds] = None) -> _native.Operation[Version]:
+    @operation
+    def campaign(self, *, timeout: Optional[Seconds] = None) -> _native.Operation[Version]:
         """Waits until elected (renewed automatically while leader); the fencing token."""
         return self._native.campaign(timeout)
 
-    def _try_campaign(self) -> _native.Operation[AcquireResult[_V]]:
+    @operation
+    def try_campaign(self) -> _native.Operation[AcquireResult[_V]]:
         return self._native.try_campaign()
 
-    def _resign(self) -> _native.Operation[None]:
+    @operation
+    def resign(self) -> _native.Operation[None]:
         return self._native.resign()
 
-    def _leader(self) -> _native.Operation[Optional[_V]]:
+    @operation
+    def leader(self) -> _native.Operation[Optional[_V]]:
         """The current leader's name (``None``: vacant)."""
         return self._native.leader()
 

@@ -13,35 +13,15 @@ _Bytes = Union[str, bytes, bytearray, memoryview]
 _Secs = Union[int, float, Any]  # seconds, or a datetime.timedelta
 
 __version__: Final[str]
+# The classes `statestore` exports (`from ._native import *`); the others are internal.
 __all__ = [
     "AcquireResult",
-    "Completions",
-    "Client",
     "DeleteResult",
-    "Election",
     "Event",
-    "KeyPager",
-    "Lease",
-    "Lock",
-    "LockGuard",
-    "LogQueue",
     "Loss",
-    "Observation",
-    "Operation",
     "SetResult",
-    "Update",
     "Value",
     "Version",
-    "__version__",
-    "_set_error_factory",
-    "check_text",
-    "connect_options",
-    "error_codes",
-    "exiting",
-    "panicking_call",
-    "set_conditions",
-    "stop_logs",
-    "vocabulary",
 ]
 
 def error_codes() -> List[Tuple[int, str, str, str, str]]: ...

@@ -1,5 +1,6 @@
 """``statestore.Client``: the blocking client (every call releases the GIL while it waits and
-can be interrupted with Ctrl-C). The operations themselves are in ``_common``."""
+can be interrupted with Ctrl-C). The operations themselves are in ``_common``; the classes here
+get them as blocking methods from their base ``Blocking``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, Callable, Generic, Iterator, Optional, TypeVar, Union
 from . import _native
 from ._common import (
     _V,
+    Blocking,
     BytesLike,
     ClientBase,
     ClosedOnExit,
@@ -66,21 +68,14 @@ class _Losable(LosableBase):
     lost = blocking(LosableBase._lost)
 
 
-class Lease(LeaseBase[_V], _Losable):
+class Lease(LeaseBase[_V], _Losable, Blocking):
     """A lease on ``key`` under the holder name ``holder`` (see :meth:`Client.lease`)."""
 
-    try_acquire = blocking(LeaseBase._try_acquire)
-    acquire = blocking(LeaseBase._acquire)
-    renew = blocking(LeaseBase._renew)
-    release = blocking(LeaseBase._release)
-    holder = blocking(LeaseBase._holder)
 
 
-class LockGuard(LockGuardBase[_V], _Losable):
+class LockGuard(LockGuardBase[_V], _Losable, Blocking):
     """A held lock: ``fencing_token`` protects the writes made under it."""
 
-    renew = blocking(LockGuardBase._renew)
-    release = blocking(LockGuardBase._release)
 
     def __enter__(self) -> "LockGuard[_V]":
         return self
@@ -89,11 +84,10 @@ class LockGuard(LockGuardBase[_V], _Losable):
         self.release()
 
 
-class Lock(LockBase[_V]):
+class Lock(LockBase[_V], Blocking):
     """A lock. ``with client.lock(name, ttl=10.0) as guard:`` waits for it and releases it."""
 
     acquire = blocking(LockBase._acquire, LockGuard)
-    holder = blocking(LockBase._holder)
 
     def try_acquire(self) -> Optional[LockGuard[_V]]:
         """One attempt: the guard, or ``None`` if someone else holds the lock."""
@@ -121,20 +115,16 @@ class Lock(LockBase[_V]):
         pop_guard(self).release()
 
 
-class Election(ElectionBase[_V], _Losable):
+class Election(ElectionBase[_V], _Losable, Blocking):
     """Leader election among candidates (see :meth:`Client.election`)."""
 
-    campaign = blocking(ElectionBase._campaign)
-    try_campaign = blocking(ElectionBase._try_campaign)
-    resign = blocking(ElectionBase._resign)
-    leader = blocking(ElectionBase._leader)
 
     def observe(self) -> Observation[_V]:
         """Leadership changes: ``elected`` (``event.holder``) and ``vacant`` events."""
         return Observation(self._native.observe().wait())
 
 
-class Client(ClientBase["Client[bytes]", "Client[str]", _V], ClosedOnExit):
+class Client(ClientBase["Client[bytes]", "Client[str]", _V], ClosedOnExit, Blocking):
     """A blocking client of the state store (one MQTT connection, safe to share between
     threads). Create it with :meth:`connect` or :meth:`from_env`; close it with :meth:`close`
     or a ``with`` block."""
@@ -143,15 +133,9 @@ class Client(ClientBase["Client[bytes]", "Client[str]", _V], ClosedOnExit):
     def _complete(cls, start: "Callable[[], _native.Operation[Any]]") -> Any:
         return cls(start().wait())
 
-    set = blocking(ClientBase._set)
-    get = blocking(ClientBase._get)
-    delete = blocking(ClientBase._delete)
-    vdel = blocking(ClientBase._vdel)
-    unobserve = blocking(ClientBase._unobserve)
     lock = wrapping(ClientBase._lock, Lock)
     lease = wrapping(ClientBase._lease, Lease)
     election = wrapping(ClientBase._election, Election)
-    close = blocking(ClientBase._close)
 
     def keys(self, pattern: BytesLike = "*") -> Iterator[_V]:
         """The keys matching ``pattern``, fetched page by page.

@@ -5,6 +5,7 @@ as a user's type checker sees it."""
 
 from __future__ import annotations
 
+import inspect
 import re
 import subprocess
 import sys
@@ -64,3 +65,50 @@ def test_connect_options_type_names_every_connection_setting() -> None:
     settings = {name for name, *_ in statestore.CONNECT_OPTIONS}
     assert set(statestore.ConnectOptions.__annotations__) == settings - {"host", "port"}
     assert set(statestore.EnvOptions.__annotations__) == settings
+
+
+@pytest.mark.timeout(240)
+def test_each_operation_keeps_its_exact_type_in_both_flavours(tmp_path: Path) -> None:
+    # An operation is written once (``@operation`` in ``_common``); what each flavour's method
+    # shows a type checker must stay that body's parameters with the flavour's return type.
+    reveal = CASES / "reveal.py"
+    lines = reveal.read_text().splitlines()
+    expected = {
+        number: lines[number].strip().removeprefix("# ")
+        for number, text in enumerate(lines, start=1)
+        if text.strip().startswith("reveal_type(")
+    }
+    assert len(expected) >= 25, "the reveal file lost its cases"
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--cache-dir", str(tmp_path / "cache"), str(reveal)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=200,
+    )
+    revealed = {}
+    for line in result.stdout.splitlines():
+        match = re.match(r'^[^:]+\.py:(\d+): note: Revealed type is "(.*)"$', line)
+        if match:
+            revealed[int(match[1])] = match[2]
+    assert revealed == expected, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("flavour", [statestore.Client, statestore.AsyncClient], ids=lambda c: c.__name__)
+def test_each_operation_has_the_docstring_of_its_one_body(flavour: type) -> None:
+    from statestore import _common
+
+    for name in ("set", "get", "delete", "vdel", "unobserve", "close"):
+        body = inspect.getattr_static(_common.ClientBase, name)
+        method = getattr(flavour, name)
+        assert method.__doc__ and method.__doc__ == body.__doc__, name
+        assert method.__qualname__ == f"{flavour.__name__}.{name}"
+
+
+def test_the_package_exports_exactly_the_result_types_the_native_module_exports() -> None:
+    from statestore import _native
+
+    assert sorted(_native.__all__) == ["AcquireResult", "DeleteResult", "Event", "Loss", "SetResult", "Value", "Version"]
+    for name in _native.__all__:
+        assert getattr(statestore, name) is getattr(_native, name)
+        assert name in statestore.__all__

@@ -16,7 +16,7 @@ mod session;
 mod shared;
 mod token_watch;
 mod transport;
-mod types;
+pub(crate) mod types;
 pub(crate) mod validate;
 
 use std::sync::{Arc, Mutex};
@@ -34,9 +34,9 @@ pub use options::{
     DEFAULT_TOKEN_CHECK_INTERVAL, MQTT_MAX_PACKET_SIZE,
 };
 pub use scan::Keys;
-pub use types::{
-    DeleteOptions, DeleteOutcome, DeleteResult, KeyEvent, SetOptions, SetResult, Value,
-};
+// Every public type of an operation (options, results) is in `types`; the glob carries a new one
+// to this module and, through the crate root's glob, to `statestore::` without a list to extend.
+pub use types::*;
 
 use crate::protocol::{Request, Response, SetFlags};
 use crate::{Error, Result};
@@ -48,6 +48,43 @@ use shared::{ClientInner, LinkState, Shared};
 const REQUEST_CHANNEL_CAPACITY: usize = 1024;
 /// How long [`Client::close`] waits for the background tasks to finish.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// Declares operations of [`Client`] once: each `pub async fn` becomes the async method and,
+/// with the same rustdoc and arguments, the blocking twin on [`crate::blocking::Client`],
+/// which runs it on the library's runtime. The twins are defined by the `blocking_twins!` macro
+/// this emits and `blocking.rs` invokes, so that this module does not depend on `blocking`.
+///
+/// The twin's signature and rustdoc resolve in `blocking.rs`, which imports every name of the
+/// crate root (and `Bytes`, `Duration`): name types and doc links by those names. rustfmt
+/// leaves the bodies inside the macro call as written, so format them by hand.
+macro_rules! operations {
+    ($(
+        $(#[$attr:meta])*
+        pub async fn $name:ident(&$self:ident $(, $arg:ident: $ty:ty)* $(,)?) -> Result<$ret:ty>
+        $body:block
+    )*) => {
+        impl Client {
+            $(
+                $(#[$attr])*
+                pub async fn $name(&$self $(, $arg: $ty)*) -> Result<$ret> $body
+            )*
+        }
+
+        macro_rules! blocking_twins {
+            () => {
+                impl Client {
+                    $(
+                        $(#[$attr])*
+                        pub fn $name(&self $(, $arg: $ty)*) -> Result<$ret> {
+                            self.run(self.as_async().$name($($arg),*))
+                        }
+                    )*
+                }
+            };
+        }
+        pub(crate) use blocking_twins;
+    };
+}
 
 /// An async client of the state store, over one MQTT connection that it keeps alive.
 ///
@@ -186,7 +223,9 @@ impl Client {
     pub fn client_id(&self) -> &str {
         &self.inner.shared.client_id
     }
+}
 
+operations! {
     /// Sets `key` to `value`.
     ///
     /// With a condition, `applied` says whether it held. The returned version is the key's
@@ -272,6 +311,54 @@ impl Client {
             .await
     }
 
+    /// Observes `key`: the returned [`Observation`] yields a [`KeyEvent`] for each change.
+    ///
+    /// Observations of one key share one registration with the service. After a reconnect
+    /// every observation is re-registered and receives [`KeyEvent::Resynced`] with the key's
+    /// current state, since changes made while disconnected are not notified.
+    pub async fn observe(&self, key: impl Into<Bytes>) -> Result<Observation> {
+        let key = key.into();
+        validate::key(&key)?;
+        self.bounded(observe::observe(&self.inner, key)).await
+    }
+
+    /// Ends every observation of `key` on this client (their streams end) and stops its
+    /// registration with the service. Does nothing if the key is not observed; fails with
+    /// [`Error::Closed`] once the client is closed, like every other call.
+    pub async fn unobserve(&self, key: impl Into<Bytes>) -> Result<()> {
+        let key = key.into();
+        validate::key(&key)?;
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        self.bounded(observe::unobserve(&self.inner.shared, key))
+            .await
+    }
+
+    /// Closes the client (all clones): calls in flight fail with [`Error::Closed`],
+    /// observations end, and the MQTT session is closed with DISCONNECT. Idempotent.
+    ///
+    /// The cleanups that drops left to the background (releasing a dropped lease or lock
+    /// guard, undoing an acquisition cut short, stopping the registration of a dropped
+    /// observation) get up to two seconds to finish first.
+    ///
+    /// In a forked child, a client of the parent fails with [`Error::Runtime`] at once: its
+    /// connection and tasks stayed in the parent, which this must not disturb.
+    pub async fn close(&self) -> Result<()> {
+        crate::runtime::ensure_created_here(self.inner.shared.pid, "client")?;
+        let _ = tokio::time::timeout(CLOSE_GRACE, self.inner.shared.cleanups_done()).await;
+        self.inner.shared.shutdown();
+        let tasks =
+            std::mem::take(&mut *self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+        for task in tasks {
+            // A task that does not finish in time is left to finish on its own.
+            let _ = tokio::time::timeout(CLOSE_GRACE, task).await;
+        }
+        Ok(())
+    }
+}
+
+impl Client {
     async fn delete_request(
         &self,
         request: Request,
@@ -299,30 +386,6 @@ impl Client {
             outcome,
             version: answer.version,
         })
-    }
-
-    /// Observes `key`: the returned [`Observation`] yields a [`KeyEvent`] for each change.
-    ///
-    /// Observations of one key share one registration with the service. After a reconnect
-    /// every observation is re-registered and receives [`KeyEvent::Resynced`] with the key's
-    /// current state, since changes made while disconnected are not notified.
-    pub async fn observe(&self, key: impl Into<Bytes>) -> Result<Observation> {
-        let key = key.into();
-        validate::key(&key)?;
-        self.bounded(observe::observe(&self.inner, key)).await
-    }
-
-    /// Ends every observation of `key` on this client (their streams end) and stops its
-    /// registration with the service. Does nothing if the key is not observed; fails with
-    /// [`Error::Closed`] once the client is closed, like every other call.
-    pub async fn unobserve(&self, key: impl Into<Bytes>) -> Result<()> {
-        let key = key.into();
-        validate::key(&key)?;
-        if self.is_closed() {
-            return Err(Error::Closed);
-        }
-        self.bounded(observe::unobserve(&self.inner.shared, key))
-            .await
     }
 
     /// The keys matching a glob `pattern`, fetched page by page as they are consumed (no
@@ -357,28 +420,6 @@ impl Client {
         tokio::time::timeout(timeout, call)
             .await
             .unwrap_or(Err(Error::Timeout(timeout)))
-    }
-
-    /// Closes the client (all clones): calls in flight fail with [`Error::Closed`],
-    /// observations end, and the MQTT session is closed with DISCONNECT. Idempotent.
-    ///
-    /// The cleanups that drops left to the background (releasing a dropped lease or lock
-    /// guard, undoing an acquisition cut short, stopping the registration of a dropped
-    /// observation) get up to two seconds to finish first.
-    ///
-    /// In a forked child, a client of the parent fails with [`Error::Runtime`] at once: its
-    /// connection and tasks stayed in the parent, which this must not disturb.
-    pub async fn close(&self) -> Result<()> {
-        crate::runtime::ensure_created_here(self.inner.shared.pid, "client")?;
-        let _ = tokio::time::timeout(CLOSE_GRACE, self.inner.shared.cleanups_done()).await;
-        self.inner.shared.shutdown();
-        let tasks =
-            std::mem::take(&mut *self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner()));
-        for task in tasks {
-            // A task that does not finish in time is left to finish on its own.
-            let _ = tokio::time::timeout(CLOSE_GRACE, task).await;
-        }
-        Ok(())
     }
 
     /// Whether the client has been closed.

@@ -4,39 +4,37 @@ read from the docs themselves, so they cannot drift from what works."""
 
 from __future__ import annotations
 
-import re
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Tuple
+from typing import Any, List, Tuple
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # Each of these must hold Python examples; any other guide in docs/ is read when it has some.
 READMES = ["README.md", "python/README.md", "python/testing/README.md", "docs/python.md"]
-FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
+def _doc_blocks() -> Any:
+    """scripts/lib/doc-blocks.py, the one reader of the docs' fenced blocks."""
+    spec = importlib.util.spec_from_file_location("doc_blocks", REPO / "scripts" / "lib" / "doc-blocks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["doc_blocks"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+DOC_BLOCKS = _doc_blocks()
 
 
 def blocks(readme: str, language: str) -> List[Tuple[int, str]]:
     """The fenced blocks of `language` in `readme`: (line, code)."""
-    lines = (REPO / readme).read_text(encoding="utf-8").split("\n")
-    out = []
-    i = 0
-    while i < len(lines):
-        opened = FENCE.match(lines[i])
-        if opened:
-            indent = len(opened.group(1))
-            body = []
-            j = i + 1
-            while j < len(lines) and not re.match(r"^\s*```\s*$", lines[j]):
-                body.append(lines[j][indent:])
-                j += 1
-            if opened.group(2) == language:
-                out.append((i + 1, "\n".join(body) + "\n"))
-            i = j
-        i += 1
-    return out
+    return [
+        (block.line, "\n".join(block.body) + "\n")
+        for block in DOC_BLOCKS.blocks(REPO, readme)
+        if block.lang == language
+    ]
 
 
 GUIDES = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "docs").glob("*.md"))

@@ -161,26 +161,8 @@ fn ratio_tables(out: &mut String, results: &[BindingResult], flavours: &[Flavour
         ),
     ] {
         let Some(depth) = depth else { continue };
-        let rows: Vec<&Test> = cells
-            .iter()
-            .filter(|t| matches!(t, Test::Throughput { in_flight, .. } if *in_flight == depth))
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let _ = writeln!(out, "\n{title}, {depth} in flight:\n");
-        header(out, columns(&["broker", "op", "size"], &others));
-        for test in rows {
-            let Test::Throughput {
-                op,
-                value_size,
-                broker,
-                ..
-            } = *test
-            else {
-                continue;
-            };
-            let figures = others.iter().map(|&f| match find(f, test) {
+        depth_table(out, title, cells, depth, &others, |f, test| {
+            match find(f, test) {
                 Some(r) if depth == 1 => r
                     .p50_delta_rust_us
                     .map(|d| format!("{d:+.0}"))
@@ -191,34 +173,29 @@ fn ratio_tables(out: &mut String, results: &[BindingResult], flavours: &[Flavour
                     _ => String::new(),
                 },
                 None => "-".to_owned(),
-            });
-            row(
-                out,
-                cell_of(broker, op, value_size).into_iter().chain(figures),
-            );
-        }
+            }
+        });
     }
 }
 
-/// Context switches of the driver process per operation at 1 in flight: the wake-ups a caller
-/// that waits for each answer pays.
-fn switches_table(
+/// A table of the throughput cells at `depth` in flight under `title`: a row per broker, op
+/// and size, a column per flavour, each cell `cell(flavour, test)`; nothing without such cells.
+fn depth_table(
     out: &mut String,
-    results: &[BindingResult],
-    flavours: &[Flavour],
+    title: &str,
     cells: &[Test],
+    depth: usize,
+    flavours: &[Flavour],
+    cell: impl Fn(Flavour, &Test) -> String,
 ) {
     let rows: Vec<&Test> = cells
         .iter()
-        .filter(|t| matches!(t, Test::Throughput { in_flight: 1, .. }))
+        .filter(|t| matches!(t, Test::Throughput { in_flight, .. } if *in_flight == depth))
         .collect();
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(
-        out,
-        "\nContext switches per operation (driver process), 1 in flight:\n"
-    );
+    let _ = writeln!(out, "\n{title}, {depth} in flight:\n");
     header(out, columns(&["broker", "op", "size"], flavours));
     for test in rows {
         let Test::Throughput {
@@ -230,18 +207,30 @@ fn switches_table(
         else {
             continue;
         };
-        let figures = flavours.iter().map(|&f| {
-            results
-                .iter()
-                .find(|r| r.flavour == f && r.item().test == *test && r.ok())
-                .and_then(|r| r.figures.ctx_switches_per_op)
-                .map_or_else(|| "-".to_owned(), |n| format!("{n:.1}"))
-        });
+        let figures = flavours.iter().map(|&f| cell(f, test));
         row(
             out,
             cell_of(broker, op, value_size).into_iter().chain(figures),
         );
     }
+}
+
+/// Context switches of the driver process per operation at 1 in flight: the wake-ups a caller
+/// that waits for each answer pays.
+fn switches_table(
+    out: &mut String,
+    results: &[BindingResult],
+    flavours: &[Flavour],
+    cells: &[Test],
+) {
+    let title = "Context switches per operation (driver process)";
+    depth_table(out, title, cells, 1, flavours, |f, test| {
+        results
+            .iter()
+            .find(|r| r.flavour == f && r.item().test == *test && r.ok())
+            .and_then(|r| r.figures.ctx_switches_per_op)
+            .map_or_else(|| "-".to_owned(), |n| format!("{n:.1}"))
+    });
 }
 
 /// One row per flavour that ran a `kind` test, under `title`: the boundary and memory tests

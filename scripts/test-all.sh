@@ -78,7 +78,7 @@ cargo nextest run --workspace --no-tests=fail
 # installs it), the state store the lines start has the default port to itself.
 source scripts/lib/readme-blocks.sh
 prepare() {
-  export PATH="${CARGO_TARGET_DIR:-$PWD/target}/debug:$PATH"
+  export PATH="${CARGO_TARGET_DIR:-$DOC_ROOT/target}/debug:$PATH"
   # docs/cli.md's lock runs this report job: it writes the fenced key its next line deletes.
   printf '#!/bin/sh\nexec statestore set report done --fencing-token "$STATESTORE_FENCING_TOKEN"\n' >make-report.sh
   chmod +x make-report.sh

@@ -17,8 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 # One after another: each build keeps both cores busy, and two side by side took longer than
-# one after the other. The arm64 artefacts are not in the default set: they cost about 8 more
-# minutes of the test run's 60 (scripts/package.sh arm64, then scripts/test-arm64.sh).
+# one after the other. The arm64 artefacts are not in the default set: the test run builds them
+# in its test stage (scripts/test-arm64.sh), beside the other parts, which leave a core idle.
 source scripts/lib/package-tools.sh
 source scripts/lib/groups.sh
 bash scripts/check-versions.sh

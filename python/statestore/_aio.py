@@ -1,8 +1,8 @@
 """Native calls as asyncio awaitables. The core completes a call on one of its threads, which
 only queues the result on the completion queue of the caller's event loop (no GIL there) and
-wakes the loop through a socket watched with ``loop.add_reader``; the loop resolves the futures
-on its own thread, many per wake-up. No thread per call; cancelling the awaiting task cancels the
-core call."""
+wakes the loop through the queue's descriptor (an eventfd) watched with ``loop.add_reader``; the
+loop resolves the futures on its own thread, many per wake-up. No thread per call; cancelling
+the awaiting task cancels the core call."""
 
 from __future__ import annotations
 

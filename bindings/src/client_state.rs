@@ -27,7 +27,7 @@ pub(crate) enum Completions {
 }
 
 impl Completions {
-    /// The delivery `mode` asks for; a loop needs its queue (an eventfd) made now.
+    /// The delivery `mode` asks for; a loop needs its queue (a socket pair) made now.
     pub(crate) fn new(mode: CallbackMode) -> Result<Self> {
         Ok(match mode {
             CallbackMode::Dispatcher => Self::Dispatcher,

@@ -1,6 +1,6 @@
 """Native calls as asyncio awaitables. The core completes a call on one of its threads, which
 only queues the result on the completion queue of the caller's event loop (no GIL there) and
-wakes the loop through the queue's descriptor (an eventfd) watched with ``loop.add_reader``; the
+wakes the loop through the queue's descriptor (a socket pair) watched with ``loop.add_reader``; the
 loop resolves the futures on its own thread, many per wake-up. No thread per call; cancelling
 the awaiting task cancels the core call."""
 

@@ -7,7 +7,9 @@
 
 use std::cell::Cell;
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -103,8 +105,8 @@ pub(crate) fn on_dispatcher() -> bool {
 }
 
 /// Callbacks that a host runs on a thread of its own, from its own event loop, instead of on
-/// the dispatcher thread: a queue with a file descriptor (an eventfd) that is readable while
-/// callbacks wait. The host watches [`CompletionQueue::fd`] (poll, epoll, libuv, ...) and
+/// the dispatcher thread: a queue with a file descriptor (one end of a socket pair) that is
+/// readable while callbacks wait. The host watches [`CompletionQueue::fd`] (poll, epoll, libuv, ...) and
 /// calls [`CompletionQueue::run_ready`] when it is readable. Used by
 /// [`Pending::on_complete_in`](super::Pending::on_complete_in).
 ///
@@ -119,9 +121,10 @@ struct QueueInner {
     /// Signalled on each push, for a thread that waits without the descriptor
     /// ([`CompletionQueue::wait_nonempty`]).
     pushed: Condvar,
-    /// Readable (count > 0) while `jobs` is not empty: written on the push that makes the
-    /// queue non-empty, read to zero by the run that empties it.
-    fd: OwnedFd,
+    /// Readable while `jobs` is not empty: a byte is written to `wake` on the push that makes
+    /// the queue non-empty, and read by the run that empties it.
+    reader: UnixStream,
+    wake: UnixStream,
 }
 
 impl std::fmt::Debug for CompletionQueue {
@@ -136,18 +139,24 @@ impl std::fmt::Debug for CompletionQueue {
 impl CompletionQueue {
     /// A new, empty queue with its own descriptor (close-on-exec, non-blocking).
     pub fn new() -> crate::Result<Self> {
-        use rustix::event::{eventfd, EventfdFlags};
-        let fd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(|error| {
-            crate::Error::Runtime(format!(
-                "cannot make the completion queue's eventfd: {error}; the process may be out \
-                 of file descriptors (ulimit -n)"
-            ))
-        })?;
+        let (reader, wake) = UnixStream::pair()
+            .and_then(|(reader, wake)| {
+                reader.set_nonblocking(true)?;
+                wake.set_nonblocking(true)?;
+                Ok((reader, wake))
+            })
+            .map_err(|error| {
+                crate::Error::Runtime(format!(
+                    "cannot make the completion queue's socket pair: {error}; the process may \
+                     be out of file descriptors (ulimit -n)"
+                ))
+            })?;
         Ok(Self {
             inner: Arc::new(QueueInner {
                 jobs: Mutex::new(VecDeque::new()),
                 pushed: Condvar::new(),
-                fd,
+                reader,
+                wake,
             }),
         })
     }
@@ -155,7 +164,7 @@ impl CompletionQueue {
     /// The descriptor to watch for reading: readable while callbacks wait to be run. Only
     /// [`CompletionQueue::run_ready`] reads it; the host must not read, write or close it.
     pub fn fd(&self) -> RawFd {
-        self.inner.fd.as_raw_fd()
+        self.inner.reader.as_raw_fd()
     }
 
     fn lock(&self) -> MutexGuard<'_, VecDeque<Job>> {
@@ -179,10 +188,10 @@ impl CompletionQueue {
         let was_empty = jobs.is_empty();
         jobs.push_back(job);
         if was_empty {
-            // Under the lock, so that a run that empties the queue cannot read the count to
-            // zero between this push and its signal. A full counter (2^64 - 2 unread signals)
-            // cannot happen: one signal per empty-to-non-empty change, each read by a run.
-            let _ = rustix::io::write(&self.inner.fd, &1u64.to_ne_bytes());
+            // Under the lock, so that a run that empties the queue cannot drain the socket
+            // between this push and its byte. One byte per empty-to-non-empty change, each read
+            // by a run: the socket's buffer never fills.
+            let _ = (&self.inner.wake).write(&[1]);
         }
         drop(jobs);
         self.inner.pushed.notify_all();
@@ -194,9 +203,15 @@ impl CompletionQueue {
     pub fn run_ready(&self) -> usize {
         let jobs = {
             let mut jobs = self.lock();
-            // Read to zero under the lock: the next push then signals again.
-            let mut count = [0u8; 8];
-            let _ = rustix::io::read(&self.inner.fd, &mut count);
+            // Drained under the lock: the next push then writes again.
+            let mut bytes = [0u8; 64];
+            loop {
+                match (&self.inner.reader).read(&mut bytes) {
+                    Ok(n) if n == bytes.len() => continue,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    _ => break, // drained (WouldBlock, or fewer bytes than asked)
+                }
+            }
             std::mem::take(&mut *jobs)
         };
         let ran = jobs.len();
@@ -228,20 +243,16 @@ mod tests {
     use super::CompletionQueue;
     use crate::bindings::Pending;
 
-    /// Whether the queue's descriptor is readable now.
+    /// Whether the queue's descriptor is readable now, as a poll loop would see it.
     fn readable(queue: &CompletionQueue) -> bool {
-        let mut count = [0u8; 8];
-        // A peek by poll would need more of rustix; a zero-timeout read is the same test, and
-        // a signal read here is written back.
-        // SAFETY: the descriptor belongs to `queue`, alive for this call.
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(queue.fd()) };
-        match rustix::io::read(fd, &mut count) {
-            Ok(_) => {
-                let _ = rustix::io::write(fd, &count);
-                true
-            }
-            Err(_) => false,
-        }
+        let mut watch = libc::pollfd {
+            fd: queue.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, for the length of the call; a zero timeout never blocks.
+        let ready = unsafe { libc::poll(&mut watch, 1, 0) };
+        ready == 1 && watch.revents & libc::POLLIN != 0
     }
 
     #[test]

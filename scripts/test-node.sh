@@ -51,13 +51,16 @@ trap 'registry_stop; rm -rf "$work"' EXIT
 
 run_suite() { # $1: project dir with the packages installed; $2: the test files (a glob in it)
   local project="$1" pattern="$2"
-  mkdir -p "$project/test"
+  mkdir -p "$project/test" "$project/typecheck"
   cp node/test/*.mjs "$project/test/"
+  # What index.d.ts declares, read by the TypeScript checker: the test's own tool, found in
+  # node/'s development dependencies (NODE_PATH), not in the user's project.
+  cp node/typecheck/declared.mjs "$project/typecheck/"
   cp node/examples/quickstart.js "$project/"
   (cd "$project" && PATH="$USER_PATH" timeout 60 node quickstart.js >/dev/null && echo "README example: ok")
   # The glob is expanded inside the project (node --test does not expand it on Node 20).
   # shellcheck disable=SC2086
-  (cd "$project" && PATH="$USER_PATH" timeout 900 node --test --test-timeout=120000 --test-concurrency=2 $pattern)
+  (cd "$project" && PATH="$USER_PATH" NODE_PATH="$root/node/node_modules" timeout 900 node --test --test-timeout=120000 --test-concurrency=2 $pattern)
 }
 
 echo "== node: the release packages from a local registry, installed by name (no cargo, no rustc)"

@@ -80,7 +80,7 @@ int main(void) {
     }
 
     statestore_options *options = test_options();
-    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_options_set_callback_mode(options, 2));
+    FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_options_set_callback_mode(options, 3));
     FAILS(STATESTORE_ERR_INVALID_ARGUMENT, statestore_options_set_callback_mode(NULL, STATESTORE_CALLBACKS_INLINE));
     OK(statestore_options_set_callback_mode(options, STATESTORE_CALLBACKS_INLINE));
     OK(statestore_connect(options, &inline_client));

@@ -53,11 +53,13 @@ fi
 
 # --- the aarch64 cross tools (apt) -------------------------------------------
 # qemu-user, the aarch64 cross gcc and libc, the LLVM library of Debian's cross rustc: what
-# scripts/test-arm64.sh builds and runs with. Installed here, before the test run's groups run
+# scripts/test-arm64.sh builds and runs with (STATESTORE_TEST_ARM64=1). Installed here, before the groups run
 # side by side, so that no two apt-gets meet.
 # shellcheck source=scripts/lib/arm64.sh
-source "$(dirname "$0")/lib/arm64.sh"
-arm64_host_tools
+if [ "${STATESTORE_TEST_ARM64:-0}" = 1 ]; then
+  source "$(dirname "$0")/lib/arm64.sh"
+  arm64_host_tools
+fi
 
 # --- verify -----------------------------------------------------------------
 # note: `mosquitto -h` exits 3 (usage), so capture instead of piping under pipefail

@@ -74,6 +74,12 @@ pub mod client;
 pub mod error;
 #[cfg(feature = "client")]
 pub mod lease;
+// The table of connection settings by name is what `ConnectOptions::from_url` reads as well as
+// what the bindings expose, so it builds with the client; the bindings re-export it.
+#[cfg(feature = "client")]
+#[cfg_attr(not(feature = "bindings"), allow(dead_code))]
+#[path = "bindings/options.rs"]
+mod options_by_name;
 pub mod protocol;
 #[cfg(feature = "client")]
 pub mod runtime;

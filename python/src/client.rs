@@ -177,6 +177,28 @@ impl Client {
         ))
     }
 
+    /// Connects with the settings of a connection URL (`ConnectOptions::from_url`), then
+    /// `options`.
+    #[staticmethod]
+    #[pyo3(signature = (url, options = None, decode_responses = false))]
+    fn from_url(
+        url: &Bound<'_, PyString>,
+        options: Option<&Bound<'_, PyDict>>,
+        decode_responses: bool,
+    ) -> PyResult<Operation> {
+        let mut connect = match ConnectOptions::from_url(&text(url, "url")?) {
+            Ok(c) => c,
+            Err(e) => return Ok(Operation::failed(e)),
+        };
+        if let Some(options) = options {
+            options::apply(&mut connect, options)?;
+        }
+        Ok(spawn(
+            CoreClient::connect(connect),
+            Self::conv_client(decode_responses),
+        ))
+    }
+
     /// The MQTT client id.
     #[getter]
     fn client_id(&self) -> &str {

@@ -77,7 +77,6 @@ pub mod lease;
 // The table of connection settings by name is what `ConnectOptions::from_url` reads as well as
 // what the bindings expose, so it builds with the client; the bindings re-export it.
 #[cfg(feature = "client")]
-#[cfg_attr(not(feature = "bindings"), allow(dead_code))]
 #[path = "bindings/options.rs"]
 mod options_by_name;
 pub mod protocol;
@@ -96,6 +95,9 @@ pub use client::{
 pub use error::{Error, ErrorCategory, ErrorCode, ErrorInfo};
 #[cfg(feature = "client")]
 pub use lease::{Election, Lease, Lock, LockGuard};
+// What `ConnectOptions::set_option` takes, for programs without the `bindings` feature.
+#[cfg(feature = "client")]
+pub use options_by_name::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
 pub use protocol::{Hlc, ServiceError, SetCondition};
 
 /// Convenience alias for results of this crate.

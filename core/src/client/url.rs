@@ -9,7 +9,7 @@ use std::str::FromStr;
 use percent_encoding::percent_decode_str;
 use url::Url;
 
-use super::options::{ConnectOptions, TlsOptions};
+use super::options::ConnectOptions;
 use crate::options_by_name::{OptionSpec, OptionValue};
 use crate::{Error, Result};
 
@@ -50,6 +50,25 @@ impl ConnectOptions {
     /// # Ok::<(), statestore::Error>(())
     /// ```
     pub fn from_url(url: &str) -> Result<Self> {
+        Self::default().with_url(url)
+    }
+
+    /// These settings with those of a connection URL on top (see
+    /// [`ConnectOptions::from_url`]): its host, its port (or the scheme's), TLS on for
+    /// `mqtts` and off for `mqtt` (unless a query option such as `ca_file` turns it on), its
+    /// user and password if it has them, then its query options. What the URL does not say
+    /// stays as it is here, so a program can give its own defaults:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use statestore::ConnectOptions;
+    ///
+    /// let defaults = ConnectOptions::default().default_timeout(Duration::from_secs(3));
+    /// let options = defaults.with_url("mqtt://broker?client_id=app")?;
+    /// assert_eq!(options.default_timeout, Duration::from_secs(3));
+    /// # Ok::<(), statestore::Error>(())
+    /// ```
+    pub fn with_url(mut self, url: &str) -> Result<Self> {
         let fail = |what: String| {
             Error::InvalidArgument(format!("connection URL {}: {what}", redact_url(url)))
         };
@@ -84,10 +103,14 @@ impl ConnectOptions {
                     .into(),
             ));
         }
-        let mut options = ConnectOptions::new(host, default_port);
-        if tls {
-            options.tls = Some(TlsOptions::default());
-        }
+        let options = &mut self;
+        options.host = host;
+        options.port = default_port;
+        options.tls = if tls {
+            Some(options.tls.take().unwrap_or_default())
+        } else {
+            None
+        };
         let set = |options: &mut ConnectOptions, name: &str, value: OptionValue| {
             options.set_option(name, value).map_err(|e| match e {
                 Error::InvalidArgument(text) => fail(text),
@@ -95,17 +118,17 @@ impl ConnectOptions {
             })
         };
         if let Some(port) = parsed.port() {
-            set(&mut options, "port", OptionValue::Int(port.into()))?;
+            set(options, "port", OptionValue::Int(port.into()))?;
         }
         if !parsed.username().is_empty() {
             let user = decode(parsed.username(), "user").map_err(fail)?;
-            set(&mut options, "username", OptionValue::Str(user))?;
+            set(options, "username", OptionValue::Str(user))?;
         }
         if let Some(password) = parsed.password() {
             // The decoding error must not quote the password.
             let password = decode(password, "password")
                 .map_err(|_| fail("the password is not valid percent-encoded UTF-8".into()))?;
-            set(&mut options, "password", OptionValue::Str(password))?;
+            set(options, "password", OptionValue::Str(password))?;
         }
         if let Some(query) = parsed.query() {
             check_escapes(query, "query").map_err(fail)?;
@@ -117,7 +140,7 @@ impl ConnectOptions {
                         suggestion(&name)
                     )));
                 }
-                set(&mut options, &name, OptionValue::Str(value.into_owned()))?;
+                set(options, &name, OptionValue::Str(value.into_owned()))?;
             }
         }
         if tls && options.tls.is_none() {
@@ -125,7 +148,7 @@ impl ConnectOptions {
                 "tls=false contradicts the mqtts scheme: use mqtt:// for plain TCP".into(),
             ));
         }
-        Ok(options)
+        Ok(self)
     }
 }
 
@@ -275,7 +298,7 @@ mod tests {
         assert_eq!(plain.tls, None);
         let secure = ConnectOptions::from_url("mqtts://broker").unwrap();
         assert_eq!(secure.port, 8883);
-        assert_eq!(secure.tls, Some(TlsOptions::default()));
+        assert_eq!(secure.tls, Some(crate::TlsOptions::default()));
         let explicit: ConnectOptions = "mqtts://broker:1884/".parse().unwrap();
         assert_eq!(explicit.port, 1884);
     }
@@ -345,6 +368,19 @@ mod tests {
         // ca_file implies TLS on mqtt:// as well, as the setter does.
         let ca = ConnectOptions::from_url("mqtt://h?ca_file=/ca.pem").unwrap();
         assert!(ca.tls.is_some());
+    }
+
+    #[test]
+    fn with_url_keeps_what_the_url_does_not_say() {
+        let base = ConnectOptions::new("old", 1)
+            .session_expiry(Duration::ZERO)
+            .tls(crate::TlsOptions::new().ca_file("/ca.pem"));
+        let secure = base.clone().with_url("mqtts://new").unwrap();
+        assert_eq!((secure.host.as_str(), secure.port), ("new", 8883));
+        assert_eq!(secure.session_expiry, Duration::ZERO);
+        assert_eq!(secure.tls.and_then(|t| t.ca_file), Some("/ca.pem".into()));
+        // The scheme decides TLS.
+        assert_eq!(base.with_url("mqtt://new").unwrap().tls, None);
     }
 
     #[test]

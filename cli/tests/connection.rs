@@ -156,15 +156,7 @@ async fn unreachable_brokers_are_named_with_what_to_try() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_url_from_the_flag_or_the_environment() {
-    let server = Server::start(ServerConfig {
-        credentials: Some(Credentials {
-            username: "alice".into(),
-            password: "s3cr@t".into(),
-        }),
-        ..ServerConfig::default()
-    })
-    .await
-    .unwrap();
+    let server = statestore_testkit::embedded_with_credentials("alice", "s3cr@t").await;
     let addr = server.local_addr();
     let url = format!("mqtt://alice:s3cr%40t@{addr}?client_id=cli-url");
     let run = |args: Vec<String>, env: Option<String>| {

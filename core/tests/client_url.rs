@@ -4,7 +4,7 @@
 use std::net::{Ipv6Addr, SocketAddr};
 
 use statestore::{Client, Error, SetOptions};
-use statestore_server::{Credentials, Mode, Server, ServerConfig};
+use statestore_server::{Mode, Server, ServerConfig};
 use statestore_testkit as kit;
 use statestore_testkit::tls::{embedded_over_tls, write_file};
 
@@ -17,15 +17,7 @@ async fn works(client: &Client) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn percent_encoded_credentials_log_in() {
-    let server = Server::start(ServerConfig {
-        credentials: Some(Credentials {
-            username: "ann@corp".into(),
-            password: "p:w/d@1 é".into(),
-        }),
-        ..ServerConfig::default()
-    })
-    .await
-    .unwrap();
+    let server = kit::embedded_with_credentials("ann@corp", "p:w/d@1 é").await;
     let addr = server.local_addr();
     let url = format!("mqtt://ann%40corp:p%3Aw%2Fd%401%20%C3%A9@{addr}?client_id=url-user");
     let client = kit::within("a connection", Client::connect_url(&url))

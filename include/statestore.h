@@ -914,6 +914,38 @@ statestore_status statestore_connect(const struct statestore_options *options,
                                      struct statestore_client **client);
 
 /**
+ * Connects with a connection URL, `mqtt://[user[:password]@]host[:port][?option=value&...]`
+ * or `mqtts://...` (TLS; port 1883 or 8883 by default), and waits as `statestore_connect()`
+ * does. Query options are the names `statestore_options_set()` takes (`?client_id=app&`
+ * `keep_alive=30s&ca_file=/etc/ca.pem`); user and password are percent-decoded. `options`
+ * may be NULL; if not, its callback mode and every option set on it with a setter apply on
+ * top of the URL's (so they win); settings it got from `statestore_options_from_env()` do
+ * not. It is not consumed. A NULL or malformed URL fails with
+ * `STATESTORE_ERR_INVALID_ARGUMENT` naming the part at fault (scheme, host, port,
+ * percent-encoding, an unknown option, a bad value); the message shows the URL with its
+ * password as `***`.
+ *
+ * # Safety
+ * `url` is NULL or a NUL-terminated string; `client` is NULL or points to writable storage.
+ */
+statestore_status statestore_connect_url(const char *url,
+                                         const struct statestore_options *options,
+                                         struct statestore_client **client);
+
+/**
+ * `statestore_connect_url()` without blocking; `callback` runs once on a library thread as
+ * for `statestore_connect_async()`.
+ *
+ * # Safety
+ * `url` is NULL or a NUL-terminated string; `callback` may be called with `user_data` on a
+ * library thread.
+ */
+statestore_status statestore_connect_url_async(const char *url,
+                                               const struct statestore_options *options,
+                                               statestore_connect_cb callback,
+                                               void *user_data);
+
+/**
  * Connects without blocking; `callback` runs once on a library thread with the new client
  * or the error.
  *

@@ -729,6 +729,26 @@ public:
             return statestore_connect_async(options.handle_.get(), &on_client, user);
         });
     }
+    /** Connects (blocking) with a connection URL, `mqtt://[user[:password]@]host[:port][?option=value&...]`
+     *  or `mqtts://...`; see statestore_connect_url(). */
+    static Client connect_url(const std::string &url) {
+        statestore_client *c = nullptr;
+        detail::check(statestore_connect_url(url.c_str(), nullptr, &c));
+        return Client(c);
+    }
+    /** Connects with a URL; the options set on `options` win over the URL's. */
+    static Client connect_url(const std::string &url, const Options &options) {
+        statestore_client *c = nullptr;
+        detail::check(statestore_connect_url(url.c_str(), options.handle_.get(), &c));
+        return Client(c);
+    }
+    /** connect_url() without blocking; `fn` runs once on a library thread. */
+    static void connect_url_async(const std::string &url, const Options &options,
+                                  std::function<void(Result<Client>)> fn) {
+        detail::start<Client>(std::move(fn), [&](void *user) {
+            return statestore_connect_url_async(url.c_str(), options.handle_.get(), &on_client, user);
+        });
+    }
 
     SetResult set(std::string_view key, std::string_view value, const SetOptions &options = {}) const {
         statestore_set_options o = c_options(options);

@@ -476,6 +476,19 @@ export declare class Client<V = Buffer> {
   static connectSync(options: ConnectOptions & { returnStrings: true }): Client<string>
   static connectSync(options?: ConnectOptions & { returnStrings?: false }): Client<Buffer>
   static connectSync(options: ConnectOptions): Client<Buffer | string>
+  /**
+   * Connects with a connection URL, `mqtt://[user[:password]@]host[:port][?option=value&...]`
+   * or `mqtts://...` (TLS; port 1883 or 8883 by default). Query options are the snake_case
+   * names of `CONNECT_OPTIONS` (`?client_id=app&keep_alive=30s&ca_file=/ca.pem`, durations
+   * with a unit); `options` override the URL's. A malformed URL fails with
+   * `STATESTORE_INVALID_ARGUMENT` naming the part at fault, the password shown as `***`.
+   */
+  static connect(url: string, options: ConnectOptions & { returnStrings: true }): Promise<Client<string>>
+  static connect(url: string, options?: ConnectOptions & { returnStrings?: false }): Promise<Client<Buffer>>
+  static connect(url: string, options: ConnectOptions): Promise<Client<Buffer | string>>
+  static connectSync(url: string, options: ConnectOptions & { returnStrings: true }): Client<string>
+  static connectSync(url: string, options?: ConnectOptions & { returnStrings?: false }): Client<Buffer>
+  static connectSync(url: string, options: ConnectOptions): Client<Buffer | string>
   /** Connects with the `AIO_*` environment of an Azure IoT Operations pod; `overrides` win. */
   static fromEnv(overrides: ConnectOptions & { returnStrings: true }): Promise<Client<string>>
   static fromEnv(overrides?: ConnectOptions & { returnStrings?: false }): Promise<Client<Buffer>>

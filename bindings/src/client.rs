@@ -13,7 +13,7 @@ use statestore_core::{
 
 use crate::callbacks::refuse_in_inline_callback;
 use crate::client_state::{ClientState, Completions};
-use crate::options::{statestore_options, with_settings};
+use crate::options::{statestore_options, with_settings, Settings};
 use crate::reply::{Owned, PreparedCall, Reply, ToC};
 use crate::status::{entry, statestore_status};
 use crate::util::{self, CText, Handles, Out};
@@ -34,7 +34,26 @@ fn new_client(client: Client, completions: Completions) -> *mut statestore_clien
 fn connect_op(
     options: *const statestore_options,
 ) -> Result<PreparedCall<Client, *mut statestore_client>> {
-    let settings = with_settings(options, |settings| Ok(settings.clone()))?;
+    connect_with(with_settings(options, |settings| Ok(settings.clone()))?)
+}
+
+/// # Safety
+/// `url` is NULL or NUL-terminated (as [`util::string`] requires).
+unsafe fn connect_url_op(
+    url: *const c_char,
+    options: *const statestore_options,
+) -> Result<PreparedCall<Client, *mut statestore_client>> {
+    // SAFETY: `url` is NULL or NUL-terminated (this function's contract).
+    let url = unsafe { util::string(url, "url") }?;
+    let settings = if options.is_null() {
+        Settings::default().with_url(&url)?
+    } else {
+        with_settings(options, |settings| settings.with_url(&url))?
+    };
+    connect_with(settings)
+}
+
+fn connect_with(settings: Settings) -> Result<PreparedCall<Client, *mut statestore_client>> {
     let completions = Completions::new(settings.callbacks)?;
     Ok(PreparedCall::detached(
         Client::connect(settings.connect),
@@ -56,6 +75,51 @@ pub unsafe extern "C" fn statestore_connect(
     // SAFETY: `client` is NULL or writable during this call (this function's contract).
     let client = unsafe { Out::new(client) };
     Reply::required(client, "client").run(|| connect_op(options))
+}
+
+/// Connects with a connection URL, `mqtt://[user[:password]@]host[:port][?option=value&...]`
+/// or `mqtts://...` (TLS; port 1883 or 8883 by default), and waits as `statestore_connect()`
+/// does. Query options are the names `statestore_options_set()` takes (`?client_id=app&`
+/// `keep_alive=30s&ca_file=/etc/ca.pem`); user and password are percent-decoded. `options`
+/// may be NULL; if not, its callback mode and every option set on it with a setter apply on
+/// top of the URL's (so they win); settings it got from `statestore_options_from_env()` do
+/// not. It is not consumed. A NULL or malformed URL fails with
+/// `STATESTORE_ERR_INVALID_ARGUMENT` naming the part at fault (scheme, host, port,
+/// percent-encoding, an unknown option, a bad value); the message shows the URL with its
+/// password as `***`.
+///
+/// # Safety
+/// `url` is NULL or a NUL-terminated string; `client` is NULL or points to writable storage.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_connect_url(
+    url: *const c_char,
+    options: *const statestore_options,
+    client: *mut *mut statestore_client,
+) -> statestore_status {
+    // SAFETY: `client` is NULL or writable during this call (this function's contract).
+    let client = unsafe { Out::new(client) };
+    // SAFETY: `url` is NULL or NUL-terminated (this function's contract).
+    Reply::required(client, "client").run(|| unsafe { connect_url_op(url, options) })
+}
+
+/// `statestore_connect_url()` without blocking; `callback` runs once on a library thread as
+/// for `statestore_connect_async()`.
+///
+/// # Safety
+/// `url` is NULL or a NUL-terminated string; `callback` may be called with `user_data` on a
+/// library thread.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_connect_url_async(
+    url: *const c_char,
+    options: *const statestore_options,
+    callback: statestore_connect_cb,
+    user_data: *mut c_void,
+) -> statestore_status {
+    // SAFETY: `callback` may be called with `user_data` on a library thread (this function's
+    // contract).
+    let reply = unsafe { Reply::callback(callback, user_data) };
+    // SAFETY: `url` is NULL or NUL-terminated (this function's contract).
+    reply.run(|| unsafe { connect_url_op(url, options) })
 }
 
 /// Completion of `statestore_connect_async()`: on success `client` is a new client that the

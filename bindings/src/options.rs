@@ -19,10 +19,35 @@ pub struct statestore_options {
 
 /// What an options handle holds: core's connection settings, and how the client made from
 /// them calls back.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(crate) struct Settings {
     pub(crate) connect: ConnectOptions,
     pub(crate) callbacks: CallbackMode,
+    /// Every option set by a setter, in order: `statestore_connect_url()` sets them on top of
+    /// the URL's, so that an option given beside a URL wins, as in every other language.
+    pub(crate) explicit: Vec<(&'static str, OptionValue)>,
+}
+
+impl Settings {
+    /// Sets `name`, remembering it as explicitly set.
+    fn set(&mut self, name: &'static str, value: OptionValue) -> Result<()> {
+        self.connect.set_option(name, value.clone())?;
+        self.explicit.push((name, value));
+        Ok(())
+    }
+
+    /// The settings for `statestore_connect_url()`: the URL's, then the options set here.
+    pub(crate) fn with_url(&self, url: &str) -> Result<Settings> {
+        let mut connect = ConnectOptions::from_url(url)?;
+        for (name, value) in &self.explicit {
+            connect.set_option(name, value.clone())?;
+        }
+        Ok(Settings {
+            connect,
+            callbacks: self.callbacks,
+            explicit: self.explicit.clone(),
+        })
+    }
 }
 
 /// Where a client's `_async` completions run (`statestore_callback_mode`).
@@ -41,6 +66,7 @@ fn new_options(connect: ConnectOptions, out: &Out<*mut statestore_options>) {
     let settings = Settings {
         connect,
         callbacks: CallbackMode::Dispatcher,
+        explicit: Vec::new(),
     };
     out.set(OPTIONS.insert(Arc::new(Mutex::new(settings))));
 }
@@ -159,7 +185,11 @@ pub extern "C" fn statestore_options_free(options: *mut statestore_options) -> s
 }
 
 fn apply(options: *mut statestore_options, name: &str, value: OptionValue) -> Result<()> {
-    with_settings(options, |settings| settings.connect.set_option(name, value))
+    let Some(spec) = statestore_core::bindings::OptionSpec::find(name) else {
+        // Refused with the table's message for an unknown name.
+        return with_settings(options, |settings| settings.connect.set_option(name, value));
+    };
+    with_settings(options, |settings| settings.set(spec.name, value))
 }
 
 fn set(options: *mut statestore_options, name: &str, value: OptionValue) -> statestore_status {
@@ -390,16 +420,16 @@ pub extern "C" fn statestore_options_set_reconnect_backoff_ms(
         }
         with_settings(options, |settings| {
             // Both or neither: a half-applied pair could be refused at connect.
-            let mut changed = settings.connect.clone();
-            changed.set_option(
+            let mut changed = settings.clone();
+            changed.set(
                 "reconnect_initial_delay",
                 OptionValue::Duration(Duration::from_millis(initial_ms)),
             )?;
-            changed.set_option(
+            changed.set(
                 "reconnect_max_delay",
                 OptionValue::Duration(Duration::from_millis(max_ms)),
             )?;
-            settings.connect = changed;
+            *settings = changed;
             Ok(())
         })
     })

@@ -2,11 +2,14 @@
 //!
 //! Each flag stands for one `AIO_*` variable and wins over it; the merged settings go through
 //! the library's own [`ConnectOptions::from_lookup`], so both are parsed and checked alike.
+//! A connection URL (`--url`, or `STATESTORE_URL`) replaces the `AIO_*` variables: its
+//! settings go through [`ConnectOptions::with_url`], then the flags given win over them.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use statestore::bindings::{OptionValue, CONNECT_OPTIONS};
 use statestore::{ConnectOptions, Result};
 
 use crate::durations::parse_duration;
@@ -73,7 +76,14 @@ pub struct ConnectionArgs {
     #[arg(long, value_name = "PATH")]
     pub sat_file: Option<PathBuf>,
 
-    /// Ignore the AIO_* environment variables: only the flags and the defaults count.
+    /// Connection URL, mqtt://[user[:password]@]host[:port][?option=value&...] or mqtts://...
+    /// (query options: the library's connect options, e.g. ?client_id=app&ca_file=ca.pem).
+    /// Replaces the AIO_* variables; the other flags override it [env: STATESTORE_URL].
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// Ignore the AIO_* environment variables and STATESTORE_URL: only the flags and the
+    /// defaults count.
     #[arg(long)]
     pub no_env: bool,
 
@@ -98,6 +108,9 @@ impl ConnectionArgs {
     /// The settings from these flags and the variables `env` reads.
     fn options_with_env(&self, env: impl Fn(&str) -> Option<String>) -> Result<ConnectOptions> {
         let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+        if let Some(url) = self.url.clone().or_else(|| env("STATESTORE_URL")) {
+            return self.options_with_url(&url);
+        }
         let auth_from_flags =
             self.username.is_some() || self.password_file.is_some() || self.sat_file.is_some();
         let given = |name: &str| {
@@ -132,6 +145,25 @@ impl ConnectionArgs {
             options.default_timeout = timeout;
             options.validate()?;
         }
+        Ok(options)
+    }
+
+    /// The settings of `url` with the flags given on top (the `AIO_*` variables are not read).
+    fn options_with_url(&self, url: &str) -> Result<ConnectOptions> {
+        // A command line run leaves no session behind on the broker, unless the URL says so.
+        let mut options = ConnectOptions::default()
+            .session_expiry(Duration::ZERO)
+            .clean_start(true)
+            .with_url(url)?;
+        for spec in CONNECT_OPTIONS {
+            if let Some(value) = spec.env.and_then(|name| self.flag(name)) {
+                options.set_option(spec.name, OptionValue::Str(value))?;
+            }
+        }
+        if let Some(timeout) = self.timeout {
+            options.default_timeout = timeout;
+        }
+        options.validate()?;
         Ok(options)
     }
 
@@ -234,6 +266,66 @@ mod tests {
                 password_file: "/pw".into()
             }
         );
+    }
+
+    #[test]
+    fn a_url_replaces_the_environment_and_flags_override_it() {
+        let vars = [
+            ("AIO_BROKER_HOSTNAME", "aio-broker"),
+            ("AIO_MQTT_CLIENT_ID", "env-id"),
+        ];
+        let from_url = ConnectionArgs {
+            url: Some("mqtt://ann:pw@url-host:1884?client_id=url-id".into()),
+            ..Default::default()
+        };
+        let options = with_env(&from_url, &vars).unwrap();
+        assert_eq!((options.host.as_str(), options.port), ("url-host", 1884));
+        assert_eq!(options.client_id.as_deref(), Some("url-id"));
+        assert_eq!(options.tls, None);
+        assert_eq!(options.session_expiry, Duration::ZERO);
+        assert_eq!(
+            options.auth,
+            Authentication::Password {
+                username: "ann".into(),
+                password: "pw".into()
+            }
+        );
+        let flags = ConnectionArgs {
+            url: Some("mqtt://url-host:1884?client_id=url-id".into()),
+            port: Some(1999),
+            client_id: Some("flag-id".into()),
+            timeout: Some(Duration::from_secs(3)),
+            ..Default::default()
+        };
+        let options = with_env(&flags, &vars).unwrap();
+        assert_eq!((options.host.as_str(), options.port), ("url-host", 1999));
+        assert_eq!(options.client_id.as_deref(), Some("flag-id"));
+        assert_eq!(options.default_timeout, Duration::from_secs(3));
+        // STATESTORE_URL when no --url is given; the URL's scheme decides TLS.
+        let options = with_env(
+            &ConnectionArgs::default(),
+            &[
+                ("STATESTORE_URL", "mqtts://env-url"),
+                ("AIO_BROKER_HOSTNAME", "aio"),
+            ],
+        )
+        .unwrap();
+        assert_eq!((options.host.as_str(), options.port), ("env-url", 8883));
+        assert!(options.tls.is_some());
+    }
+
+    #[test]
+    fn a_bad_url_names_the_part_without_the_password() {
+        let args = ConnectionArgs {
+            url: Some("mqtt://ann:Secret-42@h:99999".into()),
+            ..Default::default()
+        };
+        let error = with_env(&args, &[]).unwrap_err().to_string();
+        assert!(
+            error.contains("port") && error.contains("ann:***@"),
+            "{error}"
+        );
+        assert!(!error.contains("Secret-42"), "{error}");
     }
 
     #[test]

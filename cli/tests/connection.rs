@@ -7,7 +7,7 @@ use std::path::Path;
 
 use statestore_server::{Credentials, Server, ServerConfig};
 use statestore_testkit::tls::{embedded_over_tls, self_signed, write_file};
-use support::{status, Tool};
+use support::{bare_command, check, finish, status, Tool};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_flags() {
@@ -152,4 +152,68 @@ async fn unreachable_brokers_are_named_with_what_to_try() {
     assert!(stderr.contains(&tool.addr.to_string()), "{stderr}");
     assert!(stderr.contains("does not speak MQTT 5"), "{stderr}");
     answering.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_url_from_the_flag_or_the_environment() {
+    let server = statestore_testkit::embedded_with_credentials("alice", "s3cr@t").await;
+    let addr = server.local_addr();
+    let url = format!("mqtt://alice:s3cr%40t@{addr}?client_id=cli-url");
+    let run = |args: Vec<String>, env: Option<String>| {
+        let mut command = bare_command();
+        command.args(args);
+        if let Some(url) = env {
+            command.env("STATESTORE_URL", url);
+        }
+        finish(command, b"")
+    };
+    let set = run(
+        vec![
+            "set".into(),
+            "--url".into(),
+            url.clone(),
+            "k".into(),
+            "v".into(),
+        ],
+        None,
+    )
+    .await;
+    check(&set, 0, "set --url");
+    let get = run(vec!["get".into(), "k".into()], Some(url.clone())).await;
+    check(&get, 0, "get with STATESTORE_URL");
+    assert_eq!(get.stdout, b"v");
+
+    // A flag wins over the URL: this port has nothing listening.
+    let closed = statestore_testkit::free_port().unwrap().to_string();
+    let flagged = run(
+        vec![
+            "get".into(),
+            "--port".into(),
+            closed,
+            "--timeout".into(),
+            "2s".into(),
+            "k".into(),
+        ],
+        Some(url),
+    )
+    .await;
+    check(&flagged, status::CONNECTION, "--port over STATESTORE_URL");
+
+    // A malformed URL is a usage error naming the part, without the password.
+    let bad = run(
+        vec![
+            "get".into(),
+            "--url".into(),
+            "mqtt://alice:Not-Shown@h:99999".into(),
+            "k".into(),
+        ],
+        None,
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_ne!(bad.status.code(), Some(0));
+    assert!(
+        stderr.contains("port") && !stderr.contains("Not-Shown"),
+        "{stderr}"
+    );
 }

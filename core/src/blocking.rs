@@ -49,6 +49,11 @@ pub struct Client {
 }
 
 impl Client {
+    /// Connects with the settings of a connection URL; see [`crate::Client::connect_url`].
+    pub fn connect_url(url: &str) -> Result<Client> {
+        Self::connect(ConnectOptions::from_url(url)?)
+    }
+
     /// Connects; see [`crate::Client::connect`].
     pub fn connect(options: ConnectOptions) -> Result<Client> {
         let inner = runtime::block_on(crate::Client::connect(options))??;

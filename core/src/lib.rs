@@ -74,6 +74,11 @@ pub mod client;
 pub mod error;
 #[cfg(feature = "client")]
 pub mod lease;
+// The table of connection settings by name is what `ConnectOptions::from_url` reads as well as
+// what the bindings expose, so it builds with the client; the bindings re-export it.
+#[cfg(feature = "client")]
+#[path = "bindings/options.rs"]
+mod options_by_name;
 pub mod protocol;
 #[cfg(feature = "client")]
 pub mod runtime;
@@ -90,6 +95,9 @@ pub use client::{
 pub use error::{Error, ErrorCategory, ErrorCode, ErrorInfo};
 #[cfg(feature = "client")]
 pub use lease::{Election, Lease, Lock, LockGuard};
+// What `ConnectOptions::set_option` takes, for programs without the `bindings` feature.
+#[cfg(feature = "client")]
+pub use options_by_name::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
 pub use protocol::{Hlc, ServiceError, SetCondition};
 
 /// Convenience alias for results of this crate.

@@ -293,9 +293,25 @@ Wrapper.define(Client, {
     election: { construct: 'NativeElection', args: [NAME, args.param(args.bytes, 'candidate'), TTL], result: wrap(Election) },
   },
 })
+/**
+ * `connect(options)`, or `connect(url, options)`: a connection URL whose settings `options`
+ * then override (core parses the URL).
+ */
+function* connect(Native, { call }, target, overrides) {
+  if (target.url === undefined) {
+    if (overrides.length > 0) throw args.typeError('options', 'undefined after an options object (a URL comes first)', overrides)
+    return yield Native.connect(target.settings, call)
+  }
+  return yield Native.fromUrl(target.url, overrides, call)
+}
+const CONNECT_TARGET = (value) => (typeof value === 'string' ? { url: args.string(value, 'url') } : { settings: settings('options')(value) })
+
 functions(Client, 'Client', {
   native: 'NativeClient',
-  twins: { connect: { args: [settings('options')], result: wrap(Client) }, fromEnv: { args: [settings('overrides')], result: wrap(Client) } },
+  twins: {
+    connect: { args: [CONNECT_TARGET, settings('options')], steps: connect, uses: ['NativeClient.connect', 'NativeClient.fromUrl'], result: wrap(Client) },
+    fromEnv: { args: [settings('overrides')], result: wrap(Client) },
+  },
 })
 for (const name of ['startLocalServer', 'startLocalServerSync']) {
   Object.defineProperty(Client, name, { configurable: true, writable: true, value: testing[name] })

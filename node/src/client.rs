@@ -222,6 +222,18 @@ impl NativeClient {
         Self::connect_with(env, ConnectOptions::from_env(), settings, call)
     }
 
+    /// Connects with the settings of a connection URL (`ConnectOptions::from_url`), then
+    /// `settings`.
+    #[napi(ts_return_type = "NativeClient | Promise<NativeClient>", catch_unwind)]
+    pub fn from_url<'e>(
+        env: &'e Env,
+        url: String,
+        settings: Vec<ConnectSetting>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, NativeClient>> {
+        Self::connect_with(env, ConnectOptions::from_url(&url), settings, call)
+    }
+
     #[napi(getter, catch_unwind)]
     pub fn client_id(&self) -> String {
         self.client.client_id().to_string()

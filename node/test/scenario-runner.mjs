@@ -118,6 +118,7 @@ function matches(expected, actual, vars) {
 const FLAVOURS = {
   promise: {
     connect: (options) => Client.connect(options),
+    connectUrl: (url, options) => Client.connect(url, options),
     close: (c) => c.close(),
     set: (c, k, v, o) => c.set(k, v, o),
     get: (c, k, o) => c.get(k, o),
@@ -168,6 +169,7 @@ const FLAVOURS = {
   },
   sync: {
     connect: async (options) => Client.connectSync(options),
+    connectUrl: async (url, options) => Client.connectSync(url, options),
     close: async (c) => c.closeSync(),
     set: async (c, k, v, o) => c.setSync(k, v, o),
     get: async (c, k, o) => c.getSync(k, o),
@@ -233,8 +235,7 @@ export async function runScenario(flavourName, file, scenario, ops, server, run)
     if (!Buffer.isBuffer(key) || !key.subarray(0, prefix.length).equals(prefix)) throw new StepError(`result key ${show(key)} lacks the scenario prefix`)
     return key.subarray(prefix.length)
   }
-  const connectOptions = (options = {}) => {
-    const out = { ...base }
+  const connectOptions = (options = {}, out = { ...base }) => {
     for (const [name, value] of Object.entries(options)) {
       const plain = name.endsWith('_ms') ? name.slice(0, -3) : name
       const spec = CONNECT_BY_NAME.get(plain)
@@ -257,6 +258,19 @@ export async function runScenario(flavourName, file, scenario, ops, server, run)
     switch (s.op) {
       case 'connect': {
         const client = await api.connect(connectOptions(s.options))
+        create('client', s.client, client)
+        return {}
+      }
+      case 'connect_url': {
+        const url = s.url.replace('{server}', `${server.host}:${server.port}`)
+        let client
+        try {
+          client = await api.connectUrl(url, connectOptions(s.options, {}))
+        } catch (error) {
+          for (const text of s.message_has || []) if (!String(error.message).includes(text)) throw new StepError(`the error message lacks "${text}": ${error.message}`)
+          for (const text of s.message_lacks || []) if (String(error.message).includes(text)) throw new StepError(`the error message shows "${text}": ${error.message}`)
+          throw error
+        }
         create('client', s.client, client)
         return {}
       }

@@ -55,7 +55,9 @@ export async function strings(options: ConnectOptions): Promise<void> {
   // returnStrings known only at run time: either kind.
   const either: Client<Buffer | string> = await Client.connect(options)
   const buffers: Client<Buffer> = await Client.fromEnv({ returnStrings: false, tls: true, caFile: '/etc/ca.pem' })
-  console.log(leader, fromEnv.clientId, either.clientId, buffers.clientId)
+  const byUrl: Client<string> = await Client.connect('mqtt://localhost?client_id=me', { returnStrings: true, keepAlive: 30_000 })
+  const byUrlSync: Client<Buffer> = Client.connectSync('mqtts://broker?ca_file=/etc/ca.pem')
+  console.log(leader, fromEnv.clientId, either.clientId, buffers.clientId, byUrl.clientId, byUrlSync.clientId)
 }
 
 // Each Sync twin is its Promise method's type: the same parameters less `signal`, the value

@@ -8,6 +8,8 @@ export async function mistakes(): Promise<void> {
   await Client.connect({ host: 'localhost', prot: 1883 }) // mistake: misspelt option
   Client.connectSync({ port: 1883, defaultTimout: 5_000 }) // mistake: misspelt option
   await Client.fromEnv({ clientID: 'me' }) // mistake: misspelt option
+  await Client.connect('mqtt://localhost', { clientID: 'me' }) // mistake: misspelt option beside a URL
+  Client.connectSync('mqtt://localhost', 'client_id=me') // mistake: options as a string
   Client.fromEnvSync({ tls: true, returnString: true }) // mistake: misspelt option
   await Client.connect({ keepAlive: '60s' }) // mistake: a duration as text
   await Client.connect({ returnStrings: 'yes' }) // mistake: not a boolean

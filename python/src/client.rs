@@ -123,6 +123,26 @@ impl Client {
     ) -> impl FnOnce(Python<'_>, CoreClient) -> PyResult<Py<PyAny>> + Send {
         move |py, inner| Ok(Py::new(py, Client { inner, decode })?.into_any())
     }
+
+    /// Connects with `base` (from the environment or a URL) and the keyword `options` on top;
+    /// a `base` that failed fails the operation, as connecting would.
+    fn connect_over(
+        base: statestore::Result<ConnectOptions>,
+        options: Option<&Bound<'_, PyDict>>,
+        decode_responses: bool,
+    ) -> PyResult<Operation> {
+        let mut connect = match base {
+            Ok(c) => c,
+            Err(e) => return Ok(Operation::failed(e)),
+        };
+        if let Some(options) = options {
+            options::apply(&mut connect, options)?;
+        }
+        Ok(spawn(
+            CoreClient::connect(connect),
+            Self::conv_client(decode_responses),
+        ))
+    }
 }
 
 #[pymethods]
@@ -164,17 +184,20 @@ impl Client {
         options: Option<&Bound<'_, PyDict>>,
         decode_responses: bool,
     ) -> PyResult<Operation> {
-        let mut connect = match ConnectOptions::from_env() {
-            Ok(c) => c,
-            Err(e) => return Ok(Operation::failed(e)),
-        };
-        if let Some(options) = options {
-            options::apply(&mut connect, options)?;
-        }
-        Ok(spawn(
-            CoreClient::connect(connect),
-            Self::conv_client(decode_responses),
-        ))
+        Self::connect_over(ConnectOptions::from_env(), options, decode_responses)
+    }
+
+    /// Connects with the settings of a connection URL (`ConnectOptions::from_url`), then
+    /// `options`.
+    #[staticmethod]
+    #[pyo3(signature = (url, options = None, decode_responses = false))]
+    fn from_url(
+        url: &Bound<'_, PyString>,
+        options: Option<&Bound<'_, PyDict>>,
+        decode_responses: bool,
+    ) -> PyResult<Operation> {
+        let base = ConnectOptions::from_url(&text(url, "url")?);
+        Self::connect_over(base, options, decode_responses)
     }
 
     /// The MQTT client id.

@@ -406,6 +406,30 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         (then ``options`` override them)."""
         return cls._complete(lambda: _native.Client.from_env(options, decode_responses))  # type: ignore[no-any-return]
 
+    @overload
+    @classmethod
+    def from_url(
+        cls, url: str, *, decode_responses: Literal[False] = False, **options: Unpack[EnvOptions]
+    ) -> _RB: ...
+    @overload
+    @classmethod
+    def from_url(cls, url: str, *, decode_responses: Literal[True], **options: Unpack[EnvOptions]) -> _RS: ...
+    @overload
+    @classmethod
+    def from_url(
+        cls, url: str, *, decode_responses: bool, **options: Unpack[EnvOptions]
+    ) -> Union[_RB, _RS]: ...
+    @classmethod
+    def from_url(
+        cls, url: str, *, decode_responses: bool = False, **options: Unpack[EnvOptions]
+    ) -> Union[_RB, _RS]:
+        """Connects with a connection URL, ``mqtt://[user[:password]@]host[:port][?option=value&...]``
+        or ``mqtts://...`` (TLS; port 1883 or 8883 by default). Query options are the names of
+        ``statestore.CONNECT_OPTIONS`` (``?client_id=app&keep_alive=30s&ca_file=/ca.pem``);
+        ``options`` given as keywords override the URL's. A malformed URL raises
+        ``InvalidArgumentError`` naming the part at fault, with the password shown as ``***``."""
+        return cls._complete(lambda: _native.Client.from_url(url, options, decode_responses))  # type: ignore[no-any-return]
+
     client_id: Native[str] = Native("The MQTT client id.")
     closed: Native[bool] = Native("Whether the client was closed.")
 

@@ -185,6 +185,21 @@ class Client(Generic[_V]):
     def from_env(
         options: Optional[Mapping[str, object]], decode_responses: bool
     ) -> Operation[Union["Client[bytes]", "Client[str]"]]: ...
+    @overload
+    @staticmethod
+    def from_url(
+        url: str, options: Optional[Mapping[str, object]] = None, decode_responses: Literal[False] = False
+    ) -> Operation["Client[bytes]"]: ...
+    @overload
+    @staticmethod
+    def from_url(
+        url: str, options: Optional[Mapping[str, object]], decode_responses: Literal[True]
+    ) -> Operation["Client[str]"]: ...
+    @overload
+    @staticmethod
+    def from_url(
+        url: str, options: Optional[Mapping[str, object]], decode_responses: bool
+    ) -> Operation[Union["Client[bytes]", "Client[str]"]]: ...
     @property
     def client_id(self) -> str: ...
     @property

@@ -103,13 +103,34 @@ class Runner:
             raise StepFailed(f"no {kind} named {name!r}")
         return self.handles[kind][name]
 
-    async def connect(self, name: str, options: Optional[Dict[str, Any]] = None) -> None:
+    @staticmethod
+    def options(options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         opts: Dict[str, Any] = {}
         for k, v in (options or {}).items():
             if k.endswith("_ms"):
                 opts[k[:-3]] = secs(v)
             else:
                 opts[k] = v
+        return opts
+
+    async def connect_url(self, a: Dict[str, Any]) -> None:
+        url = a["url"].replace("{server}", f"{self.server.host}:{self.server.port}")
+        cls = Client if self.flavour == "sync" else AsyncClient
+        try:
+            client = await r(cls.from_url(url, **self.options(a.get("options"))))
+        except statestore.StateStoreError as e:
+            for text in a.get("message_has", []):
+                if text not in str(e):
+                    raise StepFailed(f"the error message lacks {text!r}: {e}") from e
+            for text in a.get("message_lacks", []):
+                if text in str(e):
+                    raise StepFailed(f"the error message shows {text!r}: {e}") from e
+            raise
+        self.clients.append(client)
+        self.new("client", a["client"], client)
+
+    async def connect(self, name: str, options: Optional[Dict[str, Any]] = None) -> None:
+        opts = self.options(options)
         host = opts.pop("host", self.server.host)
         port = opts.pop("port", self.server.port)
         cls = Client if self.flavour == "sync" else AsyncClient
@@ -129,9 +150,12 @@ class Runner:
         def ver(v: Any) -> Optional[str]:
             return None if v is None else str(v)
 
-        c = self.get("client", a["client"]) if "client" in a and op != "connect" else None
+        c = self.get("client", a["client"]) if "client" in a and op not in ("connect", "connect_url") else None
         if op == "connect":
             await self.connect(a["client"], a.get("options"))
+            return {}
+        if op == "connect_url":
+            await self.connect_url(a)
             return {}
         if op == "close":
             await r(c.close())

@@ -304,7 +304,11 @@ static void complete(waiter *w, statestore_status st, const char *msg, cJSON *re
 /* Waits for the callback (the process's alarm bounds the wait), then frees the waiter's sync
  * objects; returns its status. */
 static statestore_status wait_for(waiter *w, statestore_status started) {
-    if (started != STATESTORE_OK) return started;
+    if (started != STATESTORE_OK) {
+        /* Refused before starting: no callback comes, the message is the thread's. */
+        snprintf(w->message, sizeof w->message, "%s", statestore_last_error_message());
+        return started;
+    }
     pthread_mutex_lock(&w->mutex);
     while (!w->done) pthread_cond_wait(&w->cond, &w->mutex);
     pthread_mutex_unlock(&w->mutex);
@@ -535,7 +539,9 @@ static void from_waiter(outcome *o, waiter *w, statestore_status st) {
 
 /* Connects with the scenario's options (names of CONNECT_OPTIONS, `_ms` durations); the
  * message of a failure goes to `message`. */
-static statestore_status connect_client(const cJSON *options, statestore_client **client, char *message, size_t size) {
+/* Connects with the step's options, or with `url` (NULL: none) and the step's options on top
+ * of it (then the runner's server is not added: the URL names it). */
+static statestore_status connect_client(const cJSON *options, const char *url, statestore_client **client, char *message, size_t size) {
     statestore_options *o = NULL;
     statestore_status st = statestore_options_new(&o);
     bool host = false, has_port = false;
@@ -562,16 +568,17 @@ static statestore_status connect_client(const cJSON *options, statestore_client 
         has_port |= strcmp(setting, "port") == 0;
         if (st == STATESTORE_OK) st = statestore_options_set(o, setting, text);
     }
-    if (st == STATESTORE_OK && !host) st = statestore_options_set_host(o, "127.0.0.1");
-    if (st == STATESTORE_OK && !has_port) st = statestore_options_set(o, "port", port);
+    if (st == STATESTORE_OK && !host && !url) st = statestore_options_set_host(o, "127.0.0.1");
+    if (st == STATESTORE_OK && !has_port && !url) st = statestore_options_set(o, "port", port);
     if (st == STATESTORE_OK && async_flavour) {
         waiter w;
         waiter_init(&w);
-        st = wait_for(&w, statestore_connect_async(o, on_connect, &w));
+        st = wait_for(&w, url ? statestore_connect_url_async(url, o, on_connect, &w)
+                              : statestore_connect_async(o, on_connect, &w));
         *client = w.handle;
         if (st != STATESTORE_OK) snprintf(message, size, "%s", w.message);
     } else if (st == STATESTORE_OK) {
-        st = statestore_connect(o, client);
+        st = url ? statestore_connect_url(url, o, client) : statestore_connect(o, client);
         if (st != STATESTORE_OK) snprintf(message, size, "%s", statestore_last_error_message());
     } else {
         snprintf(message, size, "%s", statestore_last_error_message());
@@ -660,8 +667,25 @@ static bool run_op(const char *op, const cJSON *step, outcome *o) {
 
     if (!strcmp(op, "connect")) {
         statestore_client *c = NULL;
-        o->status = connect_client(cJSON_GetObjectItemCaseSensitive(step, "options"), &c, o->message, sizeof o->message);
+        o->status = connect_client(cJSON_GetObjectItemCaseSensitive(step, "options"), NULL, &c, o->message, sizeof o->message);
         if (o->status == STATESTORE_OK) put_handle(arg_str(step, "client"), CLIENT, c);
+    } else if (!strcmp(op, "connect_url")) {
+        /* {server} in the URL stands for the runner's server. */
+        char url[1024], server[64];
+        snprintf(server, sizeof server, "127.0.0.1:%s", port);
+        const char *pattern = arg_str(step, "url"), *at = strstr(pattern, "{server}");
+        if (at) snprintf(url, sizeof url, "%.*s%s%s", (int)(at - pattern), pattern, server, at + strlen("{server}"));
+        else snprintf(url, sizeof url, "%s", pattern);
+        statestore_client *c = NULL;
+        o->status = connect_client(cJSON_GetObjectItemCaseSensitive(step, "options"), url, &c, o->message, sizeof o->message);
+        if (o->status == STATESTORE_OK) put_handle(arg_str(step, "client"), CLIENT, c);
+        const cJSON *text;
+        if (o->status != STATESTORE_OK) {
+            cJSON_ArrayForEach(text, cJSON_GetObjectItemCaseSensitive(step, "message_has"))
+                if (!strstr(o->message, text->valuestring)) return fail("the error message lacks \"%s\": %s", text->valuestring, o->message);
+            cJSON_ArrayForEach(text, cJSON_GetObjectItemCaseSensitive(step, "message_lacks"))
+                if (strstr(o->message, text->valuestring)) return fail("the error message shows \"%s\": %s", text->valuestring, o->message);
+        }
     } else if (!strcmp(op, "close")) {
         CLIENT_ARG(c);
         set_status(o, statestore_close(c));
@@ -1185,7 +1209,7 @@ static bool run_scenario(const char *dir, const char *rel) {
         cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(sc, "clients")) {
             statestore_client *client = NULL;
             char message[1024] = "";
-            if (connect_client(NULL, &client, message, sizeof message) != STATESTORE_OK) {
+            if (connect_client(NULL, NULL, &client, message, sizeof message) != STATESTORE_OK) {
                 passed = fail("connecting client %s: %s", c->valuestring, message);
                 break;
             }

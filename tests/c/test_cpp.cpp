@@ -48,6 +48,20 @@ int main() {
         CHECK(client.del(k).outcome == statestore::DeleteOutcome::Deleted);
         CHECK(!client.get(k));
 
+        // a connection URL; options set beside it win
+        auto url = std::string("mqtt://127.0.0.1:") + std::getenv("STATESTORE_TEST_PORT") + "?client_id=cpp-url";
+        CHECK(statestore::Client::connect_url(url).client_id() == "cpp-url");
+        statestore::Options named;
+        named.set("client_id", "cpp-url-2");
+        CHECK(statestore::Client::connect_url(url, named).client_id() == "cpp-url-2");
+        try {
+            statestore::Client::connect_url("mqtt://ann:Do-Not-Print-Me@127.0.0.1:0");
+            CHECK(false);
+        } catch (const statestore::Error &e) {
+            CHECK(e.code() == STATESTORE_ERR_INVALID_ARGUMENT);
+            CHECK(std::string(e.what()).find("Do-Not-Print-Me") == std::string::npos);
+        }
+
         // errors are exceptions with the code
         try {
             client.get("");

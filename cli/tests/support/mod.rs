@@ -67,11 +67,11 @@ impl Tool {
     }
 }
 
-/// The binary with no `AIO_*` variables from the test's environment.
+/// The binary with no `AIO_*` variables (nor `STATESTORE_URL`) from the test's environment.
 pub fn bare_command() -> Command {
     let mut command = Command::new(BIN);
     for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AIO_") {
+        if name.to_string_lossy().starts_with("AIO_") || name == "STATESTORE_URL" {
             command.env_remove(name);
         }
     }

@@ -37,7 +37,7 @@ mod events;
 mod handles;
 pub mod logs;
 mod loss;
-mod options;
+use crate::options_by_name as options;
 mod pending;
 mod vocab;
 

@@ -343,7 +343,7 @@ impl ConnectOptions {
     /// connecting ([`ConnectOptions::validate`]).
     ///
     /// ```
-    /// use statestore::bindings::OptionValue;
+    /// use statestore::OptionValue;
     /// use statestore::ConnectOptions;
     ///
     /// let mut options = ConnectOptions::new("localhost", 1883);

@@ -17,6 +17,7 @@ mod shared;
 mod token_watch;
 mod transport;
 pub(crate) mod types;
+mod url;
 pub(crate) mod validate;
 
 use std::sync::{Arc, Mutex};
@@ -110,6 +111,13 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
+    /// Connects with the settings of a connection URL
+    /// (`mqtt://[user[:password]@]host[:port][?option=value&...]`, `mqtts://…` for TLS): see
+    /// [`ConnectOptions::from_url`] for the URL and [`Client::connect`] for the rest.
+    pub async fn connect_url(url: &str) -> Result<Client> {
+        Self::connect(ConnectOptions::from_url(url)?).await
+    }
+
     /// Connects to the broker and subscribes to the client's response and notification topics.
     ///
     /// Returns once the client can send requests, or fails with [`Error::InvalidArgument`]

@@ -57,6 +57,9 @@ def blocking(host: str, port: int) -> None:
     either.close()
     env = statestore.Client.from_env(host="broker", port=8883, ca_file="/etc/ca.pem")
     assert_type(env, statestore.Client[bytes])
+    by_url = statestore.Client.from_url("mqtts://broker?ca_file=/etc/ca.pem", client_id="me")
+    assert_type(by_url, statestore.Client[bytes])
+    assert_type(statestore.Client.from_url("mqtt://broker", decode_responses=True), statestore.Client[str])
 
 
 async def asynchronous(host: str, port: int) -> None:

@@ -11,6 +11,8 @@ def blocking(host: str, port: int) -> None:
     statestore.Client.connect(host, port, clinet_id="me")  # mistake: misspelt option
     statestore.Client.connect(host, port, default_timeout="5s")  # mistake: a duration as text
     statestore.Client.from_env(hots="broker")  # mistake: misspelt option
+    statestore.Client.from_url("mqtt://broker", clinet_id="me")  # mistake: misspelt option
+    statestore.Client.from_url(b"mqtt://broker")  # mistake: a URL as bytes
     client = statestore.Client.connect(host, port)
     text = statestore.Client.connect(host, port, decode_responses=True)
     client.set("k", "v", condition="nxx")  # mistake: no such condition

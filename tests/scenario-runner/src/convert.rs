@@ -26,7 +26,55 @@ pub fn connect_options(
     host: &str,
     port: u16,
 ) -> Result<Result<ConnectOptions, Error>, String> {
-    let mut connect = ConnectOptions::new(host, port);
+    apply_options(ConnectOptions::new(host, port), options)
+}
+
+/// The options of a `connect_url` step: its URL, where `{server}` stands for the runner's
+/// server (`host:port`), then its `options` on top, as every binding's URL connect takes them.
+pub fn url_options(
+    url: &str,
+    options: Option<&Value>,
+    server: std::net::SocketAddr,
+) -> Result<Result<ConnectOptions, Error>, String> {
+    match ConnectOptions::from_url(&url.replace("{server}", &server.to_string())) {
+        Ok(connect) => apply_options(connect, options),
+        Err(error) => Ok(Err(error)),
+    }
+}
+
+/// Checks an error's message against a `connect_url` step's `message_has` (texts it must
+/// contain) and `message_lacks` (texts it must not contain, such as a password).
+pub fn check_message(
+    message: &str,
+    has: Option<&Value>,
+    lacks: Option<&Value>,
+) -> Result<(), String> {
+    let texts = |list: Option<&Value>| -> Result<Vec<String>, String> {
+        let Some(list) = list else {
+            return Ok(Vec::new());
+        };
+        list.as_array()
+            .and_then(|items| items.iter().map(|t| t.as_str().map(String::from)).collect())
+            .ok_or_else(|| format!("{list} is not a list of strings"))
+    };
+    for text in texts(has)? {
+        if !message.contains(&text) {
+            return Err(format!("the error message lacks {text:?}: {message}"));
+        }
+    }
+    for text in texts(lacks)? {
+        if message.contains(&text) {
+            return Err(format!("the error message shows {text:?}: {message}"));
+        }
+    }
+    Ok(())
+}
+
+/// `options` of a `connect` or `connect_url` step set on `connect`.
+fn apply_options(
+    mut connect: ConnectOptions,
+    options: Option<&Value>,
+) -> Result<Result<ConnectOptions, Error>, String> {
     let Some(options) = options else {
         return Ok(Ok(connect));
     };

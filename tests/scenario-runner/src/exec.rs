@@ -115,6 +115,28 @@ macro_rules! interpreter {
                         self.clients.insert(name, connected);
                         convert::empty()
                     }
+                    "connect_url" => {
+                        let name = args.text("client")?;
+                        fresh(&self.clients, "client", &name)?;
+                        let options = convert::url_options(
+                            &args.text("url")?,
+                            step.args.get("options"),
+                            self.server,
+                        )?;
+                        let connected = match options {
+                            Ok(options) => wait!(Client::connect(options)),
+                            Err(error) => Err(error),
+                        };
+                        if let Err(error) = &connected {
+                            convert::check_message(
+                                &error.to_string(),
+                                step.args.get("message_has"),
+                                step.args.get("message_lacks"),
+                            )?;
+                        }
+                        self.clients.insert(name, call!(connected));
+                        convert::empty()
+                    }
                     "close" => {
                         call!(wait!(client()?.close()));
                         convert::empty()

@@ -53,7 +53,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::time::Duration;
 
 use statestore::{Client, ConnectOptions, KeyEvent, Observation, SetOptions};
-use statestore_server::{EngineConfig, Mode, Server, ServerConfig};
+use statestore_server::{Credentials, EngineConfig, Mode, Server, ServerConfig};
 use tokio::sync::Notify;
 
 pub use mosquitto::Mosquitto;
@@ -150,6 +150,24 @@ pub async fn embedded_with_engine(engine: EngineConfig) -> Server {
     match Server::start(config).await {
         Ok(server) => server,
         Err(error) => panic!("cannot start the embedded state store: {error}"),
+    }
+}
+
+/// An [`embedded`] server that lets in only `username` with `password`.
+///
+/// # Panics
+/// If the server cannot start.
+pub async fn embedded_with_credentials(username: &str, password: &str) -> Server {
+    let config = ServerConfig {
+        credentials: Some(Credentials {
+            username: username.into(),
+            password: password.into(),
+        }),
+        ..ServerConfig::default()
+    };
+    match Server::start(config).await {
+        Ok(server) => server,
+        Err(error) => panic!("cannot start the embedded state store with credentials: {error}"),
     }
 }
 

@@ -73,6 +73,16 @@ pub struct ConnectionArgs {
     #[arg(long, value_name = "PATH")]
     pub sat_file: Option<PathBuf>,
 
+    /// Failed reconnection attempts after which a lost connection is given up (the command
+    /// then fails with the connection status) [default: 0, never].
+    #[arg(long, value_name = "N")]
+    pub reconnect_max_attempts: Option<u32>,
+
+    /// How long after losing the connection reconnecting gives up, e.g. `30s`, `5m` [default:
+    /// 0, never].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub reconnect_max_elapsed: Option<Duration>,
+
     /// Ignore the AIO_* environment variables: only the flags and the defaults count.
     #[arg(long)]
     pub no_env: bool,
@@ -130,8 +140,14 @@ impl ConnectionArgs {
         })?;
         if let Some(timeout) = self.timeout {
             options.default_timeout = timeout;
-            options.validate()?;
         }
+        if let Some(attempts) = self.reconnect_max_attempts {
+            options.reconnect.max_attempts = attempts;
+        }
+        if let Some(elapsed) = self.reconnect_max_elapsed {
+            options.reconnect.max_elapsed = elapsed;
+        }
+        options.validate()?;
         Ok(options)
     }
 
@@ -257,6 +273,21 @@ mod tests {
         let options = args.options().unwrap();
         assert_eq!((options.host.as_str(), options.port), ("localhost", 1883));
         assert_eq!(options.auth, Authentication::None);
+    }
+
+    #[test]
+    fn reconnect_bounds_come_from_their_flags() {
+        let defaults = with_env(&ConnectionArgs::default(), &[]).unwrap();
+        assert_eq!(defaults.reconnect.max_attempts, 0, "forever");
+        assert_eq!(defaults.reconnect.max_elapsed, Duration::ZERO, "forever");
+        let args = ConnectionArgs {
+            reconnect_max_attempts: Some(3),
+            reconnect_max_elapsed: Some(Duration::from_secs(90)),
+            ..ConnectionArgs::default()
+        };
+        let options = with_env(&args, &[]).unwrap();
+        assert_eq!(options.reconnect.max_attempts, 3);
+        assert_eq!(options.reconnect.max_elapsed, Duration::from_secs(90));
     }
 
     #[test]

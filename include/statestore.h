@@ -337,6 +337,12 @@ enum statestore_event_kind
    * A lease, lock or leadership was lost: `loss_reason` says why, `loss_message` says more.
    */
   STATESTORE_EVENT_LOST = 6,
+  /**
+   * The client's connection state changed (from `statestore_connection_events()`):
+   * `connection_state`, `connection_reason`, `connection_attempt`, `connection_delay_ms`,
+   * `session_lost`. The key is empty.
+   */
+  STATESTORE_EVENT_CONNECTION = 7,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -513,6 +519,50 @@ enum statestore_callback_mode
 typedef enum statestore_callback_mode statestore_callback_mode;
 #else
 typedef int32_t statestore_callback_mode;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * A client's connection state (`statestore_connection_state()`,
+ * `statestore_event.connection_state`); `statestore_connection_state_name()` gives its name.
+ */
+enum statestore_connection_state_code
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Not a connection event.
+   */
+  STATESTORE_CONNECTION_NONE = 0,
+  /**
+   * The first connection is being made.
+   */
+  STATESTORE_CONNECTION_CONNECTING = 1,
+  /**
+   * Connected: calls go out.
+   */
+  STATESTORE_CONNECTION_CONNECTED = 2,
+  /**
+   * The connection was lost; reconnection attempts are under way (calls wait).
+   */
+  STATESTORE_CONNECTION_RECONNECTING = 3,
+  /**
+   * Reconnecting gave up (options `reconnect_max_attempts`, `reconnect_max_elapsed`):
+   * calls fail at once with `STATESTORE_ERR_CONNECTION` naming the reason, observations
+   * have ended. Final until the client is closed.
+   */
+  STATESTORE_CONNECTION_GAVE_UP = 4,
+  /**
+   * The client was closed. Final.
+   */
+  STATESTORE_CONNECTION_CLOSED = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum statestore_connection_state_code statestore_connection_state_code;
+#else
+typedef int32_t statestore_connection_state_code;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -856,6 +906,30 @@ typedef struct statestore_event {
    * A sentence on the loss (LOST events), else NULL.
    */
   const char *loss_message;
+  /**
+   * A `statestore_connection_state_code` value (CONNECTION events), else
+   * `STATESTORE_CONNECTION_NONE`.
+   */
+  int32_t connection_state;
+  /**
+   * CONNECTION events: why the connection dropped, why the last attempt failed, or why
+   * reconnecting gave up (names the broker's host:port); else NULL.
+   */
+  const char *connection_reason;
+  /**
+   * RECONNECTING: the number of the next attempt (1 for the first); GAVE_UP: the attempts
+   * made; else 0.
+   */
+  uint32_t connection_attempt;
+  /**
+   * RECONNECTING: milliseconds before the next attempt; else -1.
+   */
+  int64_t connection_delay_ms;
+  /**
+   * CONNECTED after a reconnect: the broker had lost the session (requests in flight may
+   * have been lost).
+   */
+  bool session_lost;
 } statestore_event;
 
 /**
@@ -1668,6 +1742,35 @@ statestore_status statestore_election_free(struct statestore_election *election)
 statestore_status statestore_set_log_callback(int32_t level,
                                               statestore_log_cb callback,
                                               void *user_data);
+
+/**
+ * The client's connection state now, in `*state` (a `statestore_connection_state_code`
+ * value).
+ *
+ * # Safety
+ * `state` is NULL or points to writable storage.
+ */
+statestore_status statestore_connection_state(const struct statestore_client *client,
+                                              int32_t *state);
+
+/**
+ * The name of a connection state (`"connecting"`, `"connected"`, `"reconnecting"`,
+ * `"gave_up"`, `"closed"`; `"none"` for `STATESTORE_CONNECTION_NONE`), or NULL for a value
+ * that is none of them. Static: never free it.
+ */
+const char *statestore_connection_state_name(int32_t state);
+
+/**
+ * The changes of the client's connection state from now on, as an observation of
+ * `STATESTORE_EVENT_CONNECTION` events, pulled with `statestore_observation_next()` or pushed
+ * with `statestore_observation_set_callback()`. It ends after the CLOSED event (the client
+ * closed); it does not keep the client open. Free it with `statestore_observation_free()`.
+ *
+ * # Safety
+ * `observation` is NULL or points to writable storage.
+ */
+statestore_status statestore_connection_events(const struct statestore_client *client,
+                                               struct statestore_observation **observation);
 
 /**
  * Frees an event returned by `statestore_observation_next()`. NULL does nothing.

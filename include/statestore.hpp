@@ -143,6 +143,17 @@ enum class EventKind : int32_t {
     Elected = STATESTORE_EVENT_ELECTED,
     Vacant = STATESTORE_EVENT_VACANT,
     Lost = STATESTORE_EVENT_LOST,
+    Connection = STATESTORE_EVENT_CONNECTION,
+};
+
+/** A client's connection state (see statestore_connection_state_code). */
+enum class ConnectionState : int32_t {
+    None = STATESTORE_CONNECTION_NONE,
+    Connecting = STATESTORE_CONNECTION_CONNECTING,
+    Connected = STATESTORE_CONNECTION_CONNECTED,
+    Reconnecting = STATESTORE_CONNECTION_RECONNECTING,
+    GaveUp = STATESTORE_CONNECTION_GAVE_UP,
+    Closed = STATESTORE_CONNECTION_CLOSED,
 };
 
 /** Why a holding was lost. */
@@ -162,6 +173,12 @@ struct Event {
     std::optional<std::string> holder;
     LossReason loss_reason = LossReason::None;
     std::optional<std::string> loss_message;
+    /** Connection events: the new state, why, the attempt, the wait before it. */
+    ConnectionState connection_state = ConnectionState::None;
+    std::optional<std::string> connection_reason;
+    uint32_t connection_attempt = 0;
+    std::optional<std::chrono::milliseconds> connection_delay;
+    bool session_lost = false;
 };
 
 namespace detail {
@@ -208,6 +225,11 @@ inline Event event_of(const statestore_event &e) {
     if (e.has_holder) event.holder = str(e.holder, e.holder_len);
     event.loss_reason = LossReason(e.loss_reason);
     event.loss_message = text(e.loss_message);
+    event.connection_state = ConnectionState(e.connection_state);
+    event.connection_reason = text(e.connection_reason);
+    event.connection_attempt = e.connection_attempt;
+    if (e.connection_delay_ms >= 0) event.connection_delay = std::chrono::milliseconds(e.connection_delay_ms);
+    event.session_lost = e.session_lost;
     return event;
 }
 
@@ -840,6 +862,19 @@ public:
         detail::check(statestore_election_new(handle_.get(), detail::bytes(name), name.size(),
                                               detail::bytes(candidate), candidate.size(), detail::ms(ttl), &e));
         return Election(e);
+    }
+    /** The connection's state now. */
+    ConnectionState connection_state() const {
+        int32_t state = 0;
+        detail::check(statestore_connection_state(handle_.get(), &state));
+        return ConnectionState(state);
+    }
+    /** The connection's changes from now on, as EventKind::Connection events; ends after
+     * ConnectionState::Closed. */
+    Observation connection_events() const {
+        statestore_observation *o = nullptr;
+        detail::check(statestore_connection_events(handle_.get(), &o));
+        return Observation(o);
     }
     std::string client_id() const {
         const char *id = nullptr;

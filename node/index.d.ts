@@ -179,6 +179,10 @@ export interface ConnectOptions {
   reconnectInitialDelay?: number
   /** Longest reconnect delay, ms (default 60 s). */
   reconnectMaxDelay?: number
+  /** Failed reconnection attempts after which the client gives up (state `'gave_up'`); 0 (default): never. */
+  reconnectMaxAttempts?: number
+  /** Time after a connection loss after which reconnecting gives up, ms; 0 (default): never. */
+  reconnectMaxElapsed?: number
   /** Largest MQTT packet accepted, bytes. */
   maxPacketSize?: number
   /** Return values, keys and names as UTF-8 strings instead of Buffers. */
@@ -242,13 +246,29 @@ export interface StoreEvent<V = Buffer> {
    * `set` (value), `delete`, `resynced` (after a reconnect: the current value, or null),
    * `elected` (holder: the leader), `vacant`, `lost` (loss).
    */
-  kind: 'set' | 'delete' | 'resynced' | 'elected' | 'vacant' | 'lost'
+  kind: 'set' | 'delete' | 'resynced' | 'elected' | 'vacant' | 'lost' | 'connection'
   key: V
   value: V | null
   version: Version | null
   holder?: V
   loss?: Loss
+  /** `connection` events (`client.connectionEvents()`): the new state. */
+  state?: ConnectionState
+  /** `connection`: why it dropped, an attempt failed or reconnecting gave up (names host:port). */
+  reason?: string | null
+  /** `connection`: the next attempt's number (`reconnecting`), the attempts made (`gave_up`). */
+  attempt?: number
+  /** `connection`: milliseconds before the next attempt (`reconnecting`), else null. */
+  delay?: number | null
+  /** `connection`: a reconnect found the broker's session gone. */
+  sessionLost?: boolean
 }
+
+/** Where a client's connection stands. */
+export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'gave_up' | 'closed'
+
+/** A change of the connection's state (a `StoreEvent` of kind `connection`). */
+export type ConnectionEvent = StoreEvent<Buffer> & { kind: 'connection'; state: ConnectionState; reason: string | null; attempt: number; delay: number | null; sessionLost: boolean }
 
 export interface ObservationEvents<V> {
   set: [StoreEvent<V>]
@@ -257,6 +277,7 @@ export interface ObservationEvents<V> {
   elected: [StoreEvent<V>]
   vacant: [StoreEvent<V>]
   lost: [StoreEvent<V>]
+  connection: [StoreEvent<V>]
   event: [StoreEvent<V>]
   error: [StatestoreError]
 }
@@ -502,6 +523,17 @@ export declare class Client<V = Buffer> {
 
   readonly clientId: string
   readonly isClosed: boolean
+  /** The connection's state now. */
+  readonly connectionState: ConnectionState
+
+  /**
+   * The connection's changes from now on (`for await`, blocking `for ... of`, or listeners):
+   * `connection` events with `state`, `reason`, `attempt`, `delay` (ms). Ends after `closed`.
+   */
+  connectionEvents(): Observation<Buffer>
+  /** `listener(event)` for every change of the connection's state; keeps the process alive until `close()`. */
+  on(event: 'connectionState', listener: (event: ConnectionEvent) => void): this
+  off(event: 'connectionState', listener: (event: ConnectionEvent) => void): this
 
   /** Notifications of `key` (await `.ready` before relying on seeing a change). */
   observe(key: Bytes): Observation<V>

@@ -66,6 +66,8 @@ cargo build --quiet -p statestore-server -p statestore-testkit
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 source scripts/lib/testkit-serve.sh
 testkit_serve embedded "$target_dir"
+# test_connection starts its own server, which it stops and starts.
+export STATESTORE_TESTKIT_BIN="${STATESTORE_TESTKIT_BIN:-$target_dir/debug/statestore-testkit}"
 server_pid=$TESTKIT_SERVER_PID
 port=$TESTKIT_PORT
 export STATESTORE_TEST_PORT="$port"

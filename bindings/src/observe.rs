@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use statestore_core::bindings::{Event, EventStream};
-use statestore_core::{Client, Error, Observation, Result};
+use statestore_core::{Client, ConnectionState, Error, Observation, Result};
 
 use crate::callbacks::run_callback;
-use crate::client::{key_op, statestore_client, statestore_done_cb};
+use crate::client::{key_op, statestore_client, statestore_done_cb, CLIENTS};
 use crate::reply::{Owned, PreparedCall, Reply};
 use crate::status::{entry, statestore_status};
 use crate::util::{self, null, CText, Handles, Out, UserData};
@@ -47,6 +47,31 @@ pub enum statestore_event_kind {
     STATESTORE_EVENT_VACANT = 5,
     /// A lease, lock or leadership was lost: `loss_reason` says why, `loss_message` says more.
     STATESTORE_EVENT_LOST = 6,
+    /// The client's connection state changed (from `statestore_connection_events()`):
+    /// `connection_state`, `connection_reason`, `connection_attempt`, `connection_delay_ms`,
+    /// `session_lost`. The key is empty.
+    STATESTORE_EVENT_CONNECTION = 7,
+}
+
+/// A client's connection state (`statestore_connection_state()`,
+/// `statestore_event.connection_state`); `statestore_connection_state_name()` gives its name.
+#[allow(non_camel_case_types)]
+#[repr(i32)]
+pub enum statestore_connection_state_code {
+    /// Not a connection event.
+    STATESTORE_CONNECTION_NONE = 0,
+    /// The first connection is being made.
+    STATESTORE_CONNECTION_CONNECTING = 1,
+    /// Connected: calls go out.
+    STATESTORE_CONNECTION_CONNECTED = 2,
+    /// The connection was lost; reconnection attempts are under way (calls wait).
+    STATESTORE_CONNECTION_RECONNECTING = 3,
+    /// Reconnecting gave up (options `reconnect_max_attempts`, `reconnect_max_elapsed`):
+    /// calls fail at once with `STATESTORE_ERR_CONNECTION` naming the reason, observations
+    /// have ended. Final until the client is closed.
+    STATESTORE_CONNECTION_GAVE_UP = 4,
+    /// The client was closed. Final.
+    STATESTORE_CONNECTION_CLOSED = 5,
 }
 
 /// Why a holding was lost (`statestore_event.loss_reason`).
@@ -90,6 +115,20 @@ pub struct statestore_event {
     pub loss_reason: i32,
     /// A sentence on the loss (LOST events), else NULL.
     pub loss_message: *const c_char,
+    /// A `statestore_connection_state_code` value (CONNECTION events), else
+    /// `STATESTORE_CONNECTION_NONE`.
+    pub connection_state: i32,
+    /// CONNECTION events: why the connection dropped, why the last attempt failed, or why
+    /// reconnecting gave up (names the broker's host:port); else NULL.
+    pub connection_reason: *const c_char,
+    /// RECONNECTING: the number of the next attempt (1 for the first); GAVE_UP: the attempts
+    /// made; else 0.
+    pub connection_attempt: u32,
+    /// RECONNECTING: milliseconds before the next attempt; else -1.
+    pub connection_delay_ms: i64,
+    /// CONNECTED after a reconnect: the broker had lost the session (requests in flight may
+    /// have been lost).
+    pub session_lost: bool,
 }
 
 type Keep = (
@@ -97,6 +136,7 @@ type Keep = (
     Option<Bytes>,
     Option<CText>,
     Option<Bytes>,
+    Option<CText>,
     Option<CText>,
 );
 pub(crate) type OwnedEvent = Owned<statestore_event, Keep>;
@@ -115,6 +155,8 @@ pub(crate) fn owned_event(event: Event) -> OwnedEvent {
     let loss_reason = event.loss.as_ref().map_or(0, |l| l.reason as i32);
     let (has_value, value, value_len) = parts(&event.value);
     let (has_holder, holder, holder_len) = parts(&event.holder);
+    let connection = event.connection.as_ref();
+    let reason = connection.and_then(|c| c.reason.as_deref()).map(CText::new);
     let key = event.key;
     Owned {
         view: statestore_event {
@@ -130,9 +172,86 @@ pub(crate) fn owned_event(event: Event) -> OwnedEvent {
             holder_len,
             loss_reason,
             loss_message: CText::ptr(&loss_message),
+            connection_state: connection.map_or(0, |c| c.state as i32),
+            connection_reason: CText::ptr(&reason),
+            connection_attempt: connection.map_or(0, |c| c.attempt),
+            connection_delay_ms: connection
+                .and_then(|c| c.delay)
+                .map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+            session_lost: connection.is_some_and(|c| c.session_lost),
         },
-        keep: (key, event.value, version, event.holder, loss_message),
+        keep: (
+            key,
+            event.value,
+            version,
+            event.holder,
+            loss_message,
+            reason,
+        ),
     }
+}
+
+/// The client's connection state now, in `*state` (a `statestore_connection_state_code`
+/// value).
+///
+/// # Safety
+/// `state` is NULL or points to writable storage.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_connection_state(
+    client: *const statestore_client,
+    state: *mut i32,
+) -> statestore_status {
+    // SAFETY: `state` is NULL or writable during this call (this function's contract).
+    let state = unsafe { Out::new(state) };
+    entry(|| {
+        let client = CLIENTS.get(client, "client")?;
+        state.put("state", client.client.connection_state() as i32)
+    })
+}
+
+/// The name of a connection state (`"connecting"`, `"connected"`, `"reconnecting"`,
+/// `"gave_up"`, `"closed"`; `"none"` for `STATESTORE_CONNECTION_NONE`), or NULL for a value
+/// that is none of them. Static: never free it.
+#[no_mangle]
+pub extern "C" fn statestore_connection_state_name(state: i32) -> *const c_char {
+    CONNECTION_STATE_NAMES
+        .iter()
+        .find(|(code, _)| *code == state)
+        .map_or(std::ptr::null(), |(_, name)| name.as_ptr())
+}
+
+/// Each state's code and name (core's table, and "none"), NUL-terminated once.
+static CONNECTION_STATE_NAMES: std::sync::LazyLock<Vec<(i32, std::ffi::CString)>> =
+    std::sync::LazyLock::new(|| {
+        ConnectionState::ALL
+            .iter()
+            .map(|s| (*s as i32, s.name()))
+            .chain([(0, "none")])
+            .map(|(code, name)| (code, crate::status::c_string(name)))
+            .collect()
+    });
+
+/// The changes of the client's connection state from now on, as an observation of
+/// `STATESTORE_EVENT_CONNECTION` events, pulled with `statestore_observation_next()` or pushed
+/// with `statestore_observation_set_callback()`. It ends after the CLOSED event (the client
+/// closed); it does not keep the client open. Free it with `statestore_observation_free()`.
+///
+/// # Safety
+/// `observation` is NULL or points to writable storage.
+#[no_mangle]
+pub unsafe extern "C" fn statestore_connection_events(
+    client: *const statestore_client,
+    observation: *mut *mut statestore_observation,
+) -> statestore_status {
+    // SAFETY: `observation` is NULL or writable during this call (this function's contract).
+    let observation = unsafe { Out::new(observation) };
+    entry(|| {
+        observation.clear("observation")?;
+        let client = CLIENTS.get(client, "client")?;
+        let stream = EventStream::from_connection(client.client.connection_events());
+        observation.set(new_observation(stream));
+        Ok(())
+    })
 }
 
 /// Frees an event returned by `statestore_observation_next()`. NULL does nothing.

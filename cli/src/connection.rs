@@ -82,6 +82,16 @@ pub struct ConnectionArgs {
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
 
+    /// Failed reconnection attempts after which a lost connection is given up (the command
+    /// then fails with the connection status) [default: 0, never].
+    #[arg(long, value_name = "N")]
+    pub reconnect_max_attempts: Option<u32>,
+
+    /// How long after losing the connection reconnecting gives up, e.g. `30s`, `5m` [default:
+    /// 0, never].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub reconnect_max_elapsed: Option<Duration>,
+
     /// Ignore the AIO_* environment variables and STATESTORE_URL: only the flags and the
     /// defaults count.
     #[arg(long)]
@@ -130,7 +140,7 @@ impl ConnectionArgs {
             (in_pod || tls_file).to_string()
         });
         let plain = matches!(use_tls.trim().to_ascii_lowercase().as_str(), "false" | "0");
-        let mut options = ConnectOptions::from_lookup(|name| {
+        let options = ConnectOptions::from_lookup(|name| {
             given(name).or_else(|| match name {
                 "AIO_BROKER_HOSTNAME" => Some(LOCAL_HOST.to_owned()),
                 "AIO_MQTT_USE_TLS" => Some(use_tls.clone()),
@@ -141,11 +151,7 @@ impl ConnectionArgs {
                 _ => None,
             })
         })?;
-        if let Some(timeout) = self.timeout {
-            options.default_timeout = timeout;
-            options.validate()?;
-        }
-        Ok(options)
+        self.finish(options)
     }
 
     /// The settings of `url` with the flags given on top (the `AIO_*` variables are not read).
@@ -160,8 +166,19 @@ impl ConnectionArgs {
                 options.set_option(spec.name, OptionValue::Str(value))?;
             }
         }
+        self.finish(options)
+    }
+
+    /// `options` with the flags no variable stands for (timeout, reconnect bounds), checked.
+    fn finish(&self, mut options: ConnectOptions) -> Result<ConnectOptions> {
         if let Some(timeout) = self.timeout {
             options.default_timeout = timeout;
+        }
+        if let Some(attempts) = self.reconnect_max_attempts {
+            options.reconnect.max_attempts = attempts;
+        }
+        if let Some(elapsed) = self.reconnect_max_elapsed {
+            options.reconnect.max_elapsed = elapsed;
         }
         options.validate()?;
         Ok(options)
@@ -349,6 +366,21 @@ mod tests {
         let options = args.options().unwrap();
         assert_eq!((options.host.as_str(), options.port), ("localhost", 1883));
         assert_eq!(options.auth, Authentication::None);
+    }
+
+    #[test]
+    fn reconnect_bounds_come_from_their_flags() {
+        let defaults = with_env(&ConnectionArgs::default(), &[]).unwrap();
+        assert_eq!(defaults.reconnect.max_attempts, 0, "forever");
+        assert_eq!(defaults.reconnect.max_elapsed, Duration::ZERO, "forever");
+        let args = ConnectionArgs {
+            reconnect_max_attempts: Some(3),
+            reconnect_max_elapsed: Some(Duration::from_secs(90)),
+            ..ConnectionArgs::default()
+        };
+        let options = with_env(&args, &[]).unwrap();
+        assert_eq!(options.reconnect.max_attempts, 3);
+        assert_eq!(options.reconnect.max_elapsed, Duration::from_secs(90));
     }
 
     #[test]

@@ -142,3 +142,20 @@ async fn a_broker_restart_is_survived_and_reported_as_a_resync() {
     watch.signal(libc::SIGINT);
     assert_eq!(watch.finish().await.0, Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_whose_reconnecting_gives_up_ends_with_the_connection_status_and_reason() {
+    let server = kit::embedded().await;
+    let addr = server.local_addr();
+    let tool = Tool::new(addr);
+    let mut watch = tool.spawn(&["watch", "--reconnect-max-attempts", "1", "k"]);
+    assert_eq!(watch.line().await, r#"watching "k""#);
+    server.shutdown().await;
+    let (code, rest, stderr) = watch.finish().await;
+    assert_eq!(code, Some(5), "the connection status; stderr: {stderr}");
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(
+        stderr.contains("reconnecting gave up") && stderr.contains(&addr.to_string()),
+        "{stderr}"
+    );
+}

@@ -94,4 +94,59 @@ impl Client {
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
+
+    /// The connection's state now; see [`crate::Client::connection_state`].
+    pub fn connection_state(&self) -> ConnectionState {
+        self.inner.connection_state()
+    }
+
+    /// The connection's state now, with the reason, attempt and delay of its last change.
+    pub fn connection_status(&self) -> ConnectionEvent {
+        self.inner.connection_status()
+    }
+
+    /// The changes of the connection's state from now on (see
+    /// [`crate::Client::connection_events`]) as an iterator that ends when no change comes
+    /// within `timeout` (`None`: waits as long as it takes) and after `closed`.
+    pub fn connection_events(&self, timeout: Option<Duration>) -> ConnectionEventIter {
+        ConnectionEventIter {
+            events: self.inner.connection_events(),
+            timeout,
+        }
+    }
+}
+
+/// The connection's changes as an iterator, from [`Client::connection_events`].
+#[derive(Debug)]
+pub struct ConnectionEventIter {
+    events: ConnectionEvents,
+    timeout: Option<Duration>,
+}
+
+impl ConnectionEventIter {
+    /// The next change: `Ok(None)` if none came within `timeout` (`None`: waits as long as
+    /// it takes) or the client is closed; [`Error::Runtime`] when called inside an async
+    /// runtime.
+    pub fn next_timeout(&mut self, timeout: Option<Duration>) -> Result<Option<ConnectionEvent>> {
+        let events = &mut self.events;
+        // The timer must be created inside the runtime, hence the async block.
+        runtime::block_on(async move {
+            match timeout {
+                Some(timeout) => tokio::time::timeout(timeout, events.next())
+                    .await
+                    .unwrap_or(None),
+                None => events.next().await,
+            }
+        })
+    }
+}
+
+impl Iterator for ConnectionEventIter {
+    type Item = ConnectionEvent;
+
+    /// The next change within the iterator's timeout; `None` ends the iteration (no change in
+    /// time, the client closed, or called inside an async runtime, which must not block).
+    fn next(&mut self) -> Option<ConnectionEvent> {
+        self.next_timeout(self.timeout).ok().flatten()
+    }
 }

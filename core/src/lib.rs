@@ -92,6 +92,8 @@ pub use client::{
     Authentication, Client, ConnectOptions, Keys, Observation, ReconnectPolicy, TlsOptions,
     OBSERVATION_QUEUE_LIMIT,
 };
+#[cfg(feature = "client")]
+pub use client::{ConnectionEvent, ConnectionEvents, ConnectionState};
 pub use error::{Error, ErrorCategory, ErrorCode, ErrorInfo};
 #[cfg(feature = "client")]
 pub use lease::{Election, Lease, Lock, LockGuard};

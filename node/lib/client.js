@@ -263,15 +263,43 @@ const SET = args.fields({ condition: args.string, expiry: args.duration, fencing
 const DELETE = args.fields({ fencingToken: args.token, timeout: args.duration })
 const KEYS = { native: 'keys', args: [args.param(args.bytes, 'pattern')], result: wrap(KeyIterator) }
 
+const CONNECTION_STATE = 'connectionState'
+
 /**
  * A state store client. Every operation is a Promise method with a blocking `…Sync` twin.
  * Create one with `Client.connect(options)`, `Client.fromEnv()` or their Sync twins.
  */
-class Client extends Wrapper {}
+class Client extends Wrapper {
+  // The connection events that `on('connectionState')` listeners share, opened by the first.
+  #connection = null
+
+  /**
+   * `on('connectionState', listener)`: `listener(event)` for every change of the connection's
+   * state. Listening keeps the process alive until the client is closed, no longer.
+   */
+  on(name, listener) {
+    connectionListener('on', name, listener)
+    this.#connection ??= this.connectionEvents()
+    this.#connection.on('connection', listener)
+    return this
+  }
+
+  off(name, listener) {
+    connectionListener('off', name, listener)
+    this.#connection?.off('connection', listener)
+    return this
+  }
+}
+
+function connectionListener(method, name, listener) {
+  if (name !== CONNECTION_STATE) throw new TypeError(`${method}: a client emits '${CONNECTION_STATE}' events only, not ${JSON.stringify(name)}`)
+  args.fn(listener, 'listener')
+}
+backs('Client', { on: ['NativeClient.connectionEvents', 'NativeEvents.setSink'], off: ['NativeClient.connectionEvents'] })
 Wrapper.define(Client, {
   native: 'NativeClient',
   made: 'Client.connect(), Client.connectSync() or Client.fromEnv()',
-  getters: ['clientId', 'isClosed'],
+  getters: ['clientId', 'isClosed', 'connectionState'],
   twins: {
     set: { args: [KEY, VALUE, SET], signal: true },
     get: { args: [KEY, TIMEOUT], signal: true },
@@ -291,6 +319,7 @@ Wrapper.define(Client, {
     lease: { construct: 'NativeLease', args: [KEY, args.param(args.bytes, 'holder'), args.fields({ autoRenew: args.boolean }, { spread: true })], result: wrap(Lease) },
     createLock: { construct: 'NativeLock', args: [NAME, LOCK], result: wrap(Lock) },
     election: { construct: 'NativeElection', args: [NAME, args.param(args.bytes, 'candidate'), TTL], result: wrap(Election) },
+    connectionEvents: { result: observation },
   },
 })
 /**

@@ -7,7 +7,7 @@ use napi::Env;
 use napi_derive::napi;
 use statestore::{Client, ConnectOptions, DeleteOptions, DeleteOutcome, Hlc, SetOptions};
 
-use statestore::bindings::{OptionValue, Pending};
+use statestore::bindings::{EventStream, OptionValue, Pending};
 
 use crate::bridge::{
     self, bytes, millis, millis_opt, nullable, version, Call, JsBuffer, JsBytes, Nullable, Out,
@@ -242,6 +242,20 @@ impl NativeClient {
     #[napi(getter, catch_unwind)]
     pub fn is_closed(&self) -> bool {
         self.client.is_closed()
+    }
+
+    /// `'connecting'`, `'connected'`, `'reconnecting'`, `'gave_up'` or `'closed'`.
+    #[napi(getter, catch_unwind)]
+    pub fn connection_state(&self) -> String {
+        self.client.connection_state().name().to_string()
+    }
+
+    /// The connection's changes from now on, as `'connection'` events; the stream ends after
+    /// `'closed'`.
+    #[napi(catch_unwind)]
+    pub fn connection_events(&self, env: &Env) -> NativeEvents {
+        let stream = EventStream::from_connection(self.client.connection_events());
+        NativeEvents::new(env, stream, self.out)
     }
 
     #[napi(ts_return_type = "JsSetResult | Promise<JsSetResult>", catch_unwind)]

@@ -25,13 +25,25 @@ pub struct JsLoss {
 /// One event, flat: which fields are set depends on `kind`.
 #[napi(object, object_from_js = false)]
 pub struct JsEvent {
-    /// `'set'`, `'delete'`, `'resynced'`, `'elected'`, `'vacant'` or `'lost'`.
+    /// `'set'`, `'delete'`, `'resynced'`, `'elected'`, `'vacant'`, `'lost'` or `'connection'`.
     pub kind: String,
     pub key: JsBuffer,
     pub value: Nullable<JsBuffer>,
     pub version: Nullable<String>,
     pub holder: Option<JsBuffer>,
     pub loss: Option<JsLoss>,
+    /// `'connection'`: the new state (`'connecting'`, `'connected'`, `'reconnecting'`,
+    /// `'gave_up'`, `'closed'`).
+    pub state: Option<String>,
+    /// `'connection'`: why it dropped, an attempt failed or reconnecting gave up, or `null`.
+    pub reason: Option<Nullable<String>>,
+    /// `'connection'`: the next attempt's number (`'reconnecting'`), the attempts made
+    /// (`'gave_up'`), else 0.
+    pub attempt: Option<u32>,
+    /// `'connection'`: milliseconds before the next attempt (`'reconnecting'`), else `null`.
+    pub delay: Option<Nullable<f64>>,
+    /// `'connection'`: a reconnect found the broker's session gone.
+    pub session_lost: Option<bool>,
 }
 
 pub(crate) fn js_loss(loss: &statestore::lease::Loss) -> JsLoss {
@@ -43,7 +55,13 @@ pub(crate) fn js_loss(loss: &statestore::lease::Loss) -> JsLoss {
 }
 
 fn js_event(event: Event, out: Out) -> JsEvent {
+    let connection = event.connection.as_ref();
     JsEvent {
+        state: connection.map(|c| c.state.name().to_string()),
+        reason: connection.map(|c| nullable(c.reason.clone())),
+        attempt: connection.map(|c| c.attempt),
+        delay: connection.map(|c| nullable(c.delay.map(|d| d.as_secs_f64() * 1000.0))),
+        session_lost: connection.map(|c| c.session_lost),
         kind: event.kind.name().to_string(),
         key: out.bytes(&event.key),
         value: nullable(event.value.as_ref().map(|value| out.bytes(value))),

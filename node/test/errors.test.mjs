@@ -96,6 +96,7 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
       loss_reason: /reason: ((?:'[^']*'(?: \| )?)+)/,
       lease_state: /state: \{ state: ((?:'[^']*'(?: \| )?)+)/,
       option_kind: /kind: ('str'(?: \| '[^']*')+)/,
+      connection_state: /type ConnectionState = ((?:'[^']*'(?: \| )?)+)/,
     }
     assert.deepEqual(Object.keys(vocabulary).sort(), Object.keys(unions).sort(), 'a list core has and index.d.ts does not')
     for (const [name, pattern] of Object.entries(unions)) {

@@ -4,6 +4,7 @@ import {
   Client,
   type AcquireResult,
   type Bytes,
+  type ConnectionState,
   type ConnectOptions,
   type DeleteOptions,
   type DeleteResult,
@@ -90,3 +91,11 @@ export function twins(client: Client<string>, guard: LockGuard<string>, lease: L
   const attempt: AcquireResult<string> = election.tryCampaignSync()
   console.log(guardOf, maybe, attempt)
 }
+
+async function connectionState(client: Client): Promise<void> {
+  const state: ConnectionState = client.connectionState
+  client.on('connectionState', (e) => console.log(e.state, e.reason, e.attempt, e.delay, e.sessionLost))
+  for await (const e of client.connectionEvents()) if (e.state === 'gave_up') console.log(state, e.reason)
+  await Client.connect({ reconnectMaxAttempts: 3, reconnectMaxElapsed: 60_000 })
+}
+void connectionState

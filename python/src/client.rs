@@ -367,6 +367,20 @@ impl Client {
     fn closed(&self) -> bool {
         self.inner.is_closed()
     }
+
+    /// The connection's state: `"connecting"`, `"connected"`, `"reconnecting"`, `"gave_up"`
+    /// or `"closed"`.
+    #[getter]
+    fn connection_state(&self) -> &'static str {
+        self.inner.connection_state().name()
+    }
+
+    /// The connection's changes from now on.
+    fn connection_events(&self) -> crate::events::ConnectionEvents {
+        crate::events::ConnectionEvents {
+            stream: EventStream::from_connection(self.inner.connection_events()),
+        }
+    }
 }
 
 fn delete_options(

@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 use statestore::bindings::{Event as CoreEvent, EventStream};
 use statestore::lease::Loss as CoreLoss;
+use statestore::ConnectionEvent as CoreConnectionEvent;
 
 use crate::convert::out_bytes;
 use crate::convert::{secs_arg, Version};
@@ -106,6 +107,128 @@ pub fn event(py: Python<'_>, e: &CoreEvent, decode: bool) -> PyResult<Py<PyAny>>
     Ok(Py::new(py, event)?.into_any())
 }
 
+/// Waits for the next event of `stream` as `Observation.next` does, converted by `convert`.
+fn next_blocking(
+    py: Python<'_>,
+    stream: &EventStream,
+    timeout: Option<&Bound<'_, PyAny>>,
+    convert: impl FnOnce(Python<'_>, &CoreEvent) -> PyResult<Py<PyAny>>,
+) -> PyResult<Option<Py<PyAny>>> {
+    let timeout = secs_arg(timeout, "timeout")?;
+    let mut raised = None;
+    let next = crate::finalizing::detach(py, || {
+        stream.next_checked(timeout, SLICE, &mut signals(&mut raised))
+    });
+    match (raised, next) {
+        (Some(interrupted), _) => Err(interrupted),
+        (None, Ok(Some(e))) => convert(py, &e).map(Some),
+        (None, Ok(None)) => Ok(None),
+        (None, Err(error)) => Err(to_py(py, &error)),
+    }
+}
+
+/// The next event of `stream` as an `Operation`, converted by `convert`; `None` at the end.
+fn next_operation(
+    stream: &EventStream,
+    convert: impl FnOnce(Python<'_>, &CoreEvent) -> PyResult<Py<PyAny>> + Send + 'static,
+) -> Operation {
+    let stream = stream.clone();
+    spawn(
+        async move { Ok(stream.next().await) },
+        move |py, e: Option<CoreEvent>| match e {
+            Some(e) => convert(py, &e),
+            None => Ok(py.None()),
+        },
+    )
+}
+
+/// A change of the client's connection state: `state` is `"connecting"`, `"connected"`,
+/// `"reconnecting"`, `"gave_up"` or `"closed"`; `reason` why it dropped, an attempt failed or
+/// reconnecting gave up; `attempt` the next attempt's number (`reconnecting`) or the attempts
+/// made (`gave_up`); `delay` the seconds before the next attempt (`reconnecting`);
+/// `session_lost` whether a reconnect found the broker's session gone.
+#[pyclass(frozen, get_all, module = "statestore._native")]
+pub struct ConnectionEvent {
+    pub state: &'static str,
+    pub reason: Option<String>,
+    pub attempt: u32,
+    pub delay: Option<f64>,
+    pub session_lost: bool,
+}
+
+#[pymethods]
+impl ConnectionEvent {
+    fn __repr__(&self) -> String {
+        format!(
+            "ConnectionEvent(state='{}', reason={}, attempt={}, delay={}, session_lost={})",
+            self.state,
+            self.reason
+                .as_ref()
+                .map_or("None".into(), |r| format!("{r:?}")),
+            self.attempt,
+            self.delay.map_or("None".into(), |d| d.to_string()),
+            if self.session_lost { "True" } else { "False" },
+        )
+    }
+}
+
+fn connection_event(py: Python<'_>, e: &CoreEvent) -> PyResult<Py<PyAny>> {
+    let Some(c) = &e.connection else {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "a {} event in a stream of connection events",
+            e.kind.name()
+        )));
+    };
+    Ok(Py::new(py, from_core(c))?.into_any())
+}
+
+pub fn from_core(c: &CoreConnectionEvent) -> ConnectionEvent {
+    ConnectionEvent {
+        state: c.state.name(),
+        reason: c.reason.clone(),
+        attempt: c.attempt,
+        delay: c.delay.map(|d| d.as_secs_f64()),
+        session_lost: c.session_lost,
+    }
+}
+
+/// The connection changes of a client (`Client.connection_events()`): `next(timeout)` blocks,
+/// `next_call()` is awaited; `None` / `ClosedError` after the client is closed.
+#[pyclass(frozen, module = "statestore._native")]
+pub struct ConnectionEvents {
+    pub stream: EventStream,
+}
+
+impl Drop for ConnectionEvents {
+    fn drop(&mut self) {
+        self.stream.close();
+    }
+}
+
+#[pymethods]
+impl ConnectionEvents {
+    /// Blocks for the next change; `None` if none came within `timeout` seconds; raises
+    /// `ClosedError` once the client is closed and its changes consumed.
+    #[pyo3(signature = (timeout = None))]
+    fn next(
+        &self,
+        py: Python<'_>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        next_blocking(py, &self.stream, timeout, connection_event)
+    }
+
+    /// The next change as an `Operation`; `None` once the client is closed.
+    fn next_call(&self) -> Operation {
+        next_operation(&self.stream, connection_event)
+    }
+
+    /// Stops listening.
+    fn close(&self) {
+        self.stream.close();
+    }
+}
+
 /// A stream of events. Dropping it (or `close()`) stops the observation behind it.
 #[pyclass(frozen, module = "statestore._native")]
 pub struct Observation {
@@ -141,32 +264,15 @@ impl Observation {
         py: Python<'_>,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
-        let timeout = secs_arg(timeout, "timeout")?;
-        let stream = &self.stream;
-        let mut raised = None;
-        let next = crate::finalizing::detach(py, || {
-            stream.next_checked(timeout, SLICE, &mut signals(&mut raised))
-        });
-        match (raised, next) {
-            (Some(interrupted), _) => Err(interrupted),
-            (None, Ok(Some(e))) => event(py, &e, self.decode).map(Some),
-            (None, Ok(None)) => Ok(None),
-            (None, Err(error)) => Err(to_py(py, &error)),
-        }
+        let decode = self.decode;
+        next_blocking(py, &self.stream, timeout, |py, e| event(py, e, decode))
     }
 
     /// The next event as an `Operation` (for `__anext__`): an `Event`, or `None` once the stream has
     /// ended.
     fn next_call(&self) -> Operation {
         let decode = self.decode;
-        let stream = self.stream.clone();
-        spawn(
-            async move { Ok(stream.next().await) },
-            move |py, e: Option<CoreEvent>| match e {
-                Some(e) => event(py, &e, decode),
-                None => Ok(py.None()),
-            },
-        )
+        next_operation(&self.stream, move |py, e| event(py, e, decode))
     }
 
     /// Ends the stream (waiters wake up; the observation stops).
@@ -181,6 +287,8 @@ pub(crate) fn register(classes: &mut crate::Classes<'_, '_>) -> pyo3::PyResult<(
     classes
         .exported::<Event>()?
         .exported::<Loss>()?
-        .internal::<Observation>()?;
+        .exported::<ConnectionEvent>()?
+        .internal::<Observation>()?
+        .internal::<ConnectionEvents>()?;
     Ok(())
 }

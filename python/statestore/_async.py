@@ -28,7 +28,7 @@ from ._common import (
     wrapping,
 )
 from ._errors import ClosedError
-from ._native import Event
+from ._native import ConnectionEvent, Event
 from ._timing import Seconds
 
 
@@ -202,6 +202,14 @@ class AsyncClient(
         native = self._native
         return AsyncObservation(lambda: native.observe(key))
 
+    def connection_events(self, timeout: Optional[Seconds] = None) -> AsyncIterator[ConnectionEvent]:
+        """The connection's changes from now on (``for`` in ``Client``, ``async for`` in
+        ``AsyncClient``): ``event.state`` (``reconnecting``, ``connected``, ``gave_up``,
+        ``closed``), ``.reason``, ``.attempt``, ``.delay``, ``.session_lost``. The iteration
+        ends when none comes within ``timeout`` seconds (``None``: waits as long as it takes)
+        and after ``closed``; it does not keep the client open."""
+        return _changes(self._native.connection_events(), timeout)
+
     async def __aenter__(self) -> "AsyncClient[_V]":
         return self
 
@@ -212,3 +220,21 @@ class AsyncClient(
         tb: Optional[types.TracebackType],
     ) -> None:
         await self.close()
+
+
+async def _changes(events: _native.ConnectionEvents, timeout: Optional[Seconds]) -> AsyncIterator[ConnectionEvent]:
+    try:
+        while True:
+            call = wait(events.next_call())
+            if timeout is None:
+                event = await call
+            else:
+                try:
+                    event = await asyncio.wait_for(call, _seconds(timeout))
+                except asyncio.TimeoutError:
+                    return
+            if event is None:
+                return
+            yield event
+    finally:
+        events.close()

@@ -109,6 +109,8 @@ class ConnectOptions(TypedDict, total=False):
     default_timeout: Optional[Seconds]
     reconnect_initial_delay: Optional[Seconds]
     reconnect_max_delay: Optional[Seconds]
+    reconnect_max_attempts: Optional[int]
+    reconnect_max_elapsed: Optional[Seconds]
     max_packet_size: Optional[int]
 
 
@@ -432,6 +434,9 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
 
     client_id: Native[str] = Native("The MQTT client id.")
     closed: Native[bool] = Native("Whether the client was closed.")
+    connection_state: Native["_native._ConnectionState"] = Native(
+        "The connection's state: connecting, connected, reconnecting, gave_up or closed."
+    )
 
     @operation
     def set(

@@ -16,6 +16,7 @@ __version__: Final[str]
 # The classes `statestore` exports (`from ._native import *`); the others are internal.
 __all__ = [
     "AcquireResult",
+    "ConnectionEvent",
     "DeleteResult",
     "Event",
     "Loss",
@@ -127,6 +128,32 @@ class Event(Generic[_V]):
     @property
     def loss(self) -> Optional[Loss[_V]]: ...
 
+_ConnectionState = Literal["connecting", "connected", "reconnecting", "gave_up", "closed"]
+
+@final
+class ConnectionEvent:
+    """A change of the client's connection state: ``state``; ``reason`` (why it dropped, an
+    attempt failed or reconnecting gave up); ``attempt`` (the next attempt's number when
+    reconnecting, the attempts made when it gave up); ``delay`` (seconds before the next
+    attempt); ``session_lost`` (a reconnect found the broker's session gone)."""
+
+    @property
+    def state(self) -> _ConnectionState: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def delay(self) -> Optional[float]: ...
+    @property
+    def session_lost(self) -> bool: ...
+
+@final
+class ConnectionEvents:
+    def next(self, timeout: Optional[_Secs] = None) -> Optional[ConnectionEvent]: ...
+    def next_call(self) -> Operation[Optional[ConnectionEvent]]: ...
+    def close(self) -> None: ...
+
 @final
 class AcquireResult(Generic[_V]):
     """One acquisition attempt: ``acquired``, its ``fencing_token``, or the current ``holder``."""
@@ -206,6 +233,9 @@ class Client(Generic[_V]):
     def decode_responses(self) -> bool: ...
     @property
     def closed(self) -> bool: ...
+    @property
+    def connection_state(self) -> _ConnectionState: ...
+    def connection_events(self) -> ConnectionEvents: ...
     def set(
         self,
         key: _Bytes,

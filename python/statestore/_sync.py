@@ -26,7 +26,7 @@ from ._common import (
     wrapping,
 )
 from ._errors import ClosedError
-from ._native import Event
+from ._native import ConnectionEvent, Event
 from ._timing import Seconds
 
 
@@ -155,5 +155,27 @@ class Client(ClientBase["Client[bytes]", "Client[str]", _V], ClosedOnExit, Block
         after a reconnect). Close it (or leave the ``with`` block) to stop."""
         return Observation(self._native.observe(key).wait())
 
+    def connection_events(self, timeout: Optional[Seconds] = None) -> Iterator[ConnectionEvent]:
+        """The connection's changes from now on (``for`` in ``Client``, ``async for`` in
+        ``AsyncClient``): ``event.state`` (``reconnecting``, ``connected``, ``gave_up``,
+        ``closed``), ``.reason``, ``.attempt``, ``.delay``, ``.session_lost``. The iteration
+        ends when none comes within ``timeout`` seconds (``None``: waits as long as it takes)
+        and after ``closed``; it does not keep the client open."""
+        return _changes(self._native.connection_events(), timeout)
+
     def _on_exit(self) -> None:
         self.close()
+
+
+def _changes(events: _native.ConnectionEvents, timeout: Optional[Seconds]) -> Iterator[ConnectionEvent]:
+    try:
+        while True:
+            try:
+                event = events.next(timeout)
+            except ClosedError:
+                return
+            if event is None:
+                return
+            yield event
+    finally:
+        events.close()

@@ -91,16 +91,21 @@ def test_stub_literals_are_cores_vocabulary() -> None:
                         return literal(item.returns)
         raise AssertionError(f"the stub has no {cls}.{method}")
 
-    (conditions,) = [
-        literal(n.value) for n in stub.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "_Condition"
-    ]
+    def alias(name: str) -> list[str]:
+        (words,) = [literal(n.value) for n in stub.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == name]
+        return words
+
+    conditions = alias("_Condition")
     in_stub = {
         "condition": [c for c in conditions if c.islower()],
         "event_kind": returned("Event", "kind"),
         "delete_outcome": returned("DeleteResult", "outcome"),
         "loss_reason": returned("Loss", "reason"),
         "lease_state": returned("Lease", "state"),
+        "connection_state": alias("_ConnectionState"),
     }
+    # Connection changes reach Python as ConnectionEvent objects, never as an Event.
+    vocabulary["event_kind"].remove("connection")
     assert set(vocabulary) == set(in_stub) | {"option_kind"}, "a list core has and the stub does not"
     for name, words in in_stub.items():
         assert words == vocabulary[name], name
@@ -312,7 +317,7 @@ FLAVOURS = [
     (statestore.Election, statestore.AsyncElection),
 ]
 # Methods whose asyncio twin works differently (async iteration, a lazy observation, an async fn).
-OWN_BODIES = {"keys", "observe", "update"}
+OWN_BODIES = {"keys", "observe", "update", "connection_events"}
 
 
 @pytest.mark.parametrize("blocking, asyncio_twin", FLAVOURS, ids=lambda c: c.__name__)

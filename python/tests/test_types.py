@@ -108,7 +108,7 @@ def test_each_operation_has_the_docstring_of_its_one_body(flavour: type) -> None
 def test_the_package_exports_exactly_the_result_types_the_native_module_exports() -> None:
     from statestore import _native
 
-    assert sorted(_native.__all__) == ["AcquireResult", "DeleteResult", "Event", "Loss", "SetResult", "Value", "Version"]
+    assert sorted(_native.__all__) == ["AcquireResult", "ConnectionEvent", "DeleteResult", "Event", "Loss", "SetResult", "Value", "Version"]
     for name in _native.__all__:
         assert getattr(statestore, name) is getattr(_native, name)
         assert name in statestore.__all__

@@ -34,6 +34,18 @@ int main() {
         auto client = statestore::Client::connect(options);
         CHECK(!client.client_id().empty());
 
+        // connection state, and its changes as events
+        CHECK(client.connection_state() == statestore::ConnectionState::Connected);
+        {
+            auto other = statestore::Client::connect(options);
+            auto changes = other.connection_events();
+            other.close();
+            auto closed = changes.next(10s);
+            CHECK(closed && closed->kind == statestore::EventKind::Connection);
+            CHECK(closed->connection_state == statestore::ConnectionState::Closed && !closed->connection_delay);
+            CHECK(other.connection_state() == statestore::ConnectionState::Closed);
+        }
+
         // blocking
         auto k = key("color");
         auto set = client.set(k, std::string("bl\0ue", 5));

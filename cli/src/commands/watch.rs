@@ -46,10 +46,16 @@ pub async fn run(args: WatchArgs) -> Result<(), Failure> {
                 _ = terminate.recv() => return Ok(()),
                 event = received.recv() => match event {
                     Some((key, event)) => print_event(&key, &event, args.json)?,
-                    None => return Err(Failure::new(
-                        Status::Connection,
-                        "the observations ended: the connection to the broker was closed",
-                    )),
+                    None => {
+                        let why = client.connection_status().reason.map_or_else(
+                            || "the connection to the broker was closed".to_owned(),
+                            |reason| format!("reconnecting gave up: {reason}"),
+                        );
+                        return Err(Failure::new(
+                            Status::Connection,
+                            format!("the observations ended: {why}"),
+                        ));
+                    }
                 },
             }
         }

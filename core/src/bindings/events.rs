@@ -12,7 +12,7 @@ use tokio::task::AbortHandle;
 
 use super::dispatch::dispatch;
 use super::pending::Pending;
-use crate::client::{KeyEvent, Observation};
+use crate::client::{ConnectionEvent, ConnectionEvents, KeyEvent, Observation};
 use crate::lease::{LeaderEvent, LeaderObservation, Lease, Loss};
 use crate::protocol::Hlc;
 use crate::{runtime, Error, Result};
@@ -35,20 +35,24 @@ pub enum EventKind {
     Vacant = 5,
     /// A lease, lock or leadership was lost ([`Event::loss`]).
     Lost = 6,
+    /// The client's connection state changed ([`Event::connection`]).
+    Connection = 7,
 }
 
 impl EventKind {
     /// Every kind, in the order of their codes: the list hosts offer listeners for.
-    pub const ALL: [EventKind; 6] = [
+    pub const ALL: [EventKind; 7] = [
         Self::Set,
         Self::Delete,
         Self::Resynced,
         Self::Elected,
         Self::Vacant,
         Self::Lost,
+        Self::Connection,
     ];
 
-    /// Lower-case name: `"set"`, `"delete"`, `"resynced"`, `"elected"`, `"vacant"`, `"lost"`.
+    /// Lower-case name: `"set"`, `"delete"`, `"resynced"`, `"elected"`, `"vacant"`, `"lost"`,
+    /// `"connection"`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Set => "set",
@@ -57,6 +61,7 @@ impl EventKind {
             Self::Elected => "elected",
             Self::Vacant => "vacant",
             Self::Lost => "lost",
+            Self::Connection => "connection",
         }
     }
 }
@@ -77,6 +82,8 @@ pub struct Event {
     pub holder: Option<Bytes>,
     /// [`EventKind::Lost`]: why.
     pub loss: Option<Loss>,
+    /// [`EventKind::Connection`]: the new state, with its reason, attempt and delay.
+    pub connection: Option<ConnectionEvent>,
 }
 
 impl Event {
@@ -88,6 +95,15 @@ impl Event {
             version: None,
             holder: None,
             loss: None,
+            connection: None,
+        }
+    }
+
+    /// The flat form of a connection change (its key is empty).
+    pub fn from_connection_event(event: ConnectionEvent) -> Self {
+        Self {
+            connection: Some(event),
+            ..Self::new(EventKind::Connection, Bytes::new())
         }
     }
 
@@ -287,6 +303,18 @@ impl EventStream {
         Self::start(key.clone(), move |feed| async move {
             while let Some(event) = observation.next().await {
                 if !feed.push(Event::from_leader_event(key.clone(), event)) {
+                    break;
+                }
+            }
+        })
+    }
+
+    /// The connection changes of a client, as [`EventKind::Connection`] events; ends after
+    /// the client is closed. It does not keep the client open.
+    pub fn from_connection(mut events: ConnectionEvents) -> EventStream {
+        Self::start(Bytes::new(), move |feed| async move {
+            while let Some(event) = events.next().await {
+                if !feed.push(Event::from_connection_event(event)) {
                     break;
                 }
             }

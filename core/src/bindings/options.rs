@@ -253,6 +253,22 @@ pub static CONNECT_OPTIONS: &[OptionSpec] = &[
         "Largest delay between reconnection attempts."
     ),
     spec!(
+        "reconnect_max_attempts",
+        "reconnectMaxAttempts",
+        None,
+        Int,
+        "0",
+        "Failed reconnection attempts after which the client gives up (state gave_up); 0: never."
+    ),
+    spec!(
+        "reconnect_max_elapsed",
+        "reconnectMaxElapsed",
+        None,
+        Duration,
+        "0s",
+        "Time after a connection loss after which reconnecting gives up (state gave_up); 0: never."
+    ),
+    spec!(
         "max_packet_size",
         "maxPacketSize",
         None,
@@ -458,6 +474,18 @@ impl ConnectOptions {
             "reconnect_max_delay" => {
                 self.reconnect.max_delay = span(value, defaults.reconnect.max_delay)
             }
+            "reconnect_max_attempts" => {
+                self.reconnect.max_attempts = match value {
+                    Typed::Number(n) => match u32::try_from(n) {
+                        Ok(attempts) => attempts,
+                        Err(_) => return invalid(name, format!("too large: {n}")),
+                    },
+                    _ => defaults.reconnect.max_attempts,
+                }
+            }
+            "reconnect_max_elapsed" => {
+                self.reconnect.max_elapsed = span(value, defaults.reconnect.max_elapsed)
+            }
             "max_packet_size" => {
                 self.max_packet_size = match value {
                     Typed::Number(n) => match u32::try_from(n) {
@@ -519,6 +547,12 @@ mod tests {
         .unwrap();
         o.set_option("clean_start", OptionValue::Str("false".into()))
             .unwrap();
+        o.set_option("reconnectMaxAttempts", OptionValue::Int(3))
+            .unwrap();
+        o.set_option("reconnect_max_elapsed", OptionValue::Str("2m".into()))
+            .unwrap();
+        assert_eq!(o.reconnect.max_attempts, 3);
+        assert_eq!(o.reconnect.max_elapsed, Duration::from_secs(120));
         assert_eq!(o.port, 8883);
         assert_eq!(
             o.auth,
@@ -547,6 +581,8 @@ mod tests {
             ("default_timeout", OptionValue::Int(-1)),
             ("clean_start", OptionValue::Str("maybe".into())),
             ("host", OptionValue::Str(String::new())),
+            ("reconnect_max_attempts", OptionValue::Int(-1)),
+            ("reconnect_max_attempts", OptionValue::Int(1 << 40)),
             ("nonsense", OptionValue::Int(1)),
         ] {
             match o.set_option(name, value) {

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use super::{EventKind, OptionKind};
 use crate::lease::{LeaseState, LossReason};
-use crate::{DeleteOutcome, Error, Hlc, Result, SetCondition};
+use crate::{ConnectionState, DeleteOutcome, Error, Hlc, Result, SetCondition};
 
 /// How a host spells names of more than one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,7 +17,8 @@ pub enum Case {
 }
 
 /// Every word list the library shows its users, by vocabulary: `condition` (canonical names),
-/// `event_kind`, `delete_outcome`, `loss_reason`, `lease_state` and `option_kind`, each in
+/// `event_kind`, `delete_outcome`, `loss_reason`, `lease_state`, `option_kind` and
+/// `connection_state` (the same words in every case), each in
 /// `case`. Hosts export it, and their tests check their own types and constants against it, so
 /// that a word added in core is missed nowhere.
 ///
@@ -56,6 +57,10 @@ pub fn vocabulary(case: Case) -> Vec<(&'static str, Vec<&'static str>)> {
         (
             "option_kind",
             OptionKind::ALL.iter().map(|k| k.name()).collect(),
+        ),
+        (
+            "connection_state",
+            ConnectionState::ALL.iter().map(|s| s.name()).collect(),
         ),
     ]
 }

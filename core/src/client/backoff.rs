@@ -19,6 +19,11 @@ impl Backoff {
         }
     }
 
+    /// The policy it follows.
+    pub(crate) fn policy(&self) -> ReconnectPolicy {
+        self.policy
+    }
+
     /// A connection succeeded: the next failure waits the initial delay again.
     pub(crate) fn reset(&mut self) {
         self.failures = 0;

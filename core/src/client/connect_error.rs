@@ -18,6 +18,21 @@ pub(crate) fn failed(broker: &str, error: &ConnectionError, waited: Duration) ->
     }
 }
 
+/// Why a connection to `broker` was lost (`connected`) or an attempt to reconnect failed,
+/// as text for [`ConnectionEvent::reason`](super::ConnectionEvent::reason).
+pub(crate) fn lost(broker: &str, error: &ConnectionError, connected: bool) -> String {
+    let what = if connected {
+        "connection lost"
+    } else {
+        "reconnection attempt failed"
+    };
+    let why = match error {
+        ConnectionError::Timeout(_) => "no answer from the broker in time".to_owned(),
+        other => reason(other),
+    };
+    format!("{broker}: {what}: {why}")
+}
+
 /// The error when no connection to `broker` was made within `waited`.
 pub(crate) fn no_answer(broker: &str, waited: Duration) -> Error {
     Error::Connection(format!(

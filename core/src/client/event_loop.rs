@@ -8,7 +8,7 @@
 use std::future::pending;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rumqttc::v5::mqttbytes::v5::{ConnAck, Packet, Publish, SubscribeReasonCode};
@@ -17,6 +17,7 @@ use rumqttc::Outgoing;
 use tokio::sync::{mpsc, watch};
 
 use super::backoff::Backoff;
+use super::connection::{ConnectionEvent, ConnectionState};
 use super::envelope;
 use super::in_flight::Reply;
 use super::options::MQTT_MAX_PACKET_SIZE;
@@ -37,6 +38,20 @@ pub(crate) struct EventLoopTask {
     pub(crate) tokens: Option<watch::Receiver<Bytes>>,
     /// Whether resuming the session is worth asking for on reconnects.
     pub(crate) resume_sessions: bool,
+    /// Since when the connection is lost, and how many reconnection attempts failed.
+    pub(crate) outage: Option<Outage>,
+}
+
+/// A lost connection being repaired.
+pub(crate) struct Outage {
+    since: Instant,
+    failures: u32,
+}
+
+/// What to do after a connection failed.
+enum Next {
+    Retry(Duration),
+    GiveUp,
 }
 
 impl EventLoopTask {
@@ -85,8 +100,12 @@ impl EventLoopTask {
                     } else {
                         tracing::debug!(%error, "reconnection attempt failed");
                     }
+                    let reason = super::connect_error::lost(&self.shared.broker, &error, connected);
                     connected = false;
-                    let delay = self.backoff.next_delay();
+                    let delay = match self.after_failure(reason) {
+                        Next::Retry(delay) => delay,
+                        Next::GiveUp => return,
+                    };
                     tokio::select! {
                         () = self.shared.cancel.cancelled() => return,
                         () = tokio::time::sleep(delay) => {}
@@ -96,8 +115,61 @@ impl EventLoopTask {
         }
     }
 
+    /// Counts a failure of the connection (a loss, or a failed attempt) against the reconnect
+    /// policy: the wait before the next attempt, announced as `reconnecting`, or giving up.
+    fn after_failure(&mut self, reason: String) -> Next {
+        let policy = self.backoff.policy();
+        let outage = self.outage.get_or_insert(Outage {
+            since: Instant::now(),
+            failures: 0,
+        });
+        let elapsed = outage.since.elapsed();
+        let attempts = outage.failures;
+        let out_of_attempts = policy.max_attempts > 0 && attempts >= policy.max_attempts;
+        let out_of_time = !policy.max_elapsed.is_zero() && elapsed >= policy.max_elapsed;
+        if out_of_attempts || out_of_time {
+            let bound = if out_of_attempts {
+                format!("reconnect_max_attempts = {}", policy.max_attempts)
+            } else {
+                format!("reconnect_max_elapsed = {:?}", policy.max_elapsed)
+            };
+            let error = crate::Error::Connection(format!(
+                "{reason}; gave up reconnecting after {attempts} attempts in {elapsed:.1?} \
+                 ({bound}): check the broker, then connect a new client"
+            ));
+            tracing::error!(%error, "gave up reconnecting");
+            self.shared.give_up(
+                error,
+                ConnectionEvent {
+                    reason: Some(reason),
+                    attempt: attempts,
+                    ..ConnectionEvent::new(ConnectionState::GaveUp)
+                },
+            );
+            return Next::GiveUp;
+        }
+        outage.failures += 1;
+        let mut delay = self.backoff.next_delay();
+        if !policy.max_elapsed.is_zero() {
+            // The last attempt is made when the time is up, not a whole delay later.
+            delay = delay.min(policy.max_elapsed.saturating_sub(elapsed));
+        }
+        self.shared.status.change(ConnectionEvent {
+            reason: Some(reason),
+            attempt: outage.failures,
+            delay: Some(delay),
+            ..ConnectionEvent::new(ConnectionState::Reconnecting)
+        });
+        Next::Retry(delay)
+    }
+
     fn on_connack(&mut self, connack: ConnAck) {
         self.backoff.reset();
+        let reconnected = self.outage.take().is_some();
+        self.shared.status.change(ConnectionEvent {
+            session_lost: reconnected && !connack.session_present,
+            ..ConnectionEvent::new(ConnectionState::Connected)
+        });
         let max_packet = connack
             .properties
             .as_ref()
@@ -145,6 +217,10 @@ impl EventLoopTask {
         self.eventloop.options.set_authentication_data(Some(token));
         self.eventloop.clean();
         self.on_connection_lost();
+        self.after_failure(format!(
+            "{}: reconnecting to authenticate with a rotated service-account token",
+            self.shared.broker
+        ));
     }
 
     fn route(&self, publish: Publish) {
@@ -277,6 +353,7 @@ mod tests {
             session: session_events,
             tokens: None,
             resume_sessions: false,
+            outage: None,
         };
         tokio::spawn(session::run(
             shared.clone(),

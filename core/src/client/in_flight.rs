@@ -40,7 +40,8 @@ struct Inner {
     /// Entries with a lower sequence number were (possibly) sent on a connection that has since
     /// failed: if the next connection has no session, their outcome is unknown.
     lost_before: u64,
-    closed: bool,
+    /// Why requests fail at once ([`Error::Closed`], or why reconnecting gave up).
+    closed: Option<Error>,
     /// Correlation data: a generator of this map's own, seeded from the salt. fastrand's
     /// global one seeds itself per thread from `std::thread::current()`, which makes the
     /// standard library keep a handle of the caller's thread (a C program's main thread) that
@@ -60,7 +61,7 @@ impl InFlight {
                 entries: HashMap::default(),
                 next_seq: 0,
                 lost_before: 0,
-                closed: false,
+                closed: None,
                 rng: fastrand::Rng::with_seed(salt as u64 ^ (salt >> 64) as u64),
             }),
             salt,
@@ -78,8 +79,8 @@ impl InFlight {
     ) -> Result<(InFlightGuard<'_>, oneshot::Receiver<Outcome>), Error> {
         let (reply, receiver) = oneshot::channel();
         let mut inner = self.lock();
-        if inner.closed {
-            return Err(Error::Closed);
+        if let Some(error) = &inner.closed {
+            return Err(error.clone());
         }
         let seq = inner.next_seq;
         inner.next_seq += 1;
@@ -139,13 +140,18 @@ impl InFlight {
 
     /// The client is closing: every request fails with [`Error::Closed`], later ones too.
     pub(crate) fn close(&self) {
+        self.fail_all(Error::Closed);
+    }
+
+    /// Every request fails with `error`, later ones too.
+    pub(crate) fn fail_all(&self, error: Error) {
         let entries = {
             let mut inner = self.lock();
-            inner.closed = true;
+            inner.closed = Some(error.clone());
             std::mem::take(&mut inner.entries)
         };
         for (_, entry) in entries {
-            let _ = entry.reply.send(Err(Error::Closed));
+            let _ = entry.reply.send(Err(error.clone()));
         }
     }
 

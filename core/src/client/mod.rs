@@ -4,6 +4,7 @@ mod backlog;
 mod backoff;
 mod call;
 mod connect_error;
+mod connection;
 mod env;
 mod envelope;
 mod event_loop;
@@ -29,6 +30,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
 
 pub use backlog::LIMIT as OBSERVATION_QUEUE_LIMIT;
+pub use connection::{ConnectionEvent, ConnectionEvents, ConnectionState};
 pub use observe::Observation;
 pub use options::{
     Authentication, ConnectOptions, ReconnectPolicy, TlsOptions, DEFAULT_TIMEOUT,
@@ -194,6 +196,7 @@ impl Client {
                     session: session_events,
                     tokens,
                     resume_sessions: !options.session_expiry.is_zero(),
+                    outage: None,
                 }
                 .run(),
             ),
@@ -230,6 +233,34 @@ impl Client {
     /// The MQTT client id (generated if the options had none).
     pub fn client_id(&self) -> &str {
         &self.inner.shared.client_id
+    }
+
+    /// The connection's state now.
+    pub fn connection_state(&self) -> ConnectionState {
+        self.inner.shared.status.current().state
+    }
+
+    /// The connection's state now, with the reason, attempt and delay of its last change.
+    pub fn connection_status(&self) -> ConnectionEvent {
+        self.inner.shared.status.current()
+    }
+
+    /// The changes of the connection's state from now on, one [`ConnectionEvent`] each: the
+    /// connection dropped (`reconnecting`, with the reason, the attempt number and the delay
+    /// before it; again after each failed attempt), came back (`connected`), reconnecting gave
+    /// up at the bounds of the [`ReconnectPolicy`] (`gave_up`), or the client was closed
+    /// (`closed`, after which the stream ends). The stream does not keep the client open.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: statestore::Client) {
+    /// let mut events = client.connection_events();
+    /// while let Some(event) = events.next().await {
+    ///     println!("{} {:?}", event.state, event.reason);
+    /// }
+    /// # }
+    /// ```
+    pub fn connection_events(&self) -> ConnectionEvents {
+        self.inner.shared.status.subscribe()
     }
 }
 

@@ -128,6 +128,10 @@ impl std::fmt::Debug for Authentication {
 /// Exponential reconnect backoff: the delay starts at `initial_delay` and doubles after each
 /// failed attempt up to `max_delay`; each delay is randomised (jitter) to between half and all
 /// of its value so that many clients do not reconnect in lockstep.
+///
+/// Reconnecting goes on forever unless bounded by `max_attempts` or `max_elapsed`; past a
+/// bound the client gives up ([`ConnectionState::GaveUp`](super::ConnectionState::GaveUp)):
+/// calls fail at once with [`Error::Connection`] naming the last reason, observations end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReconnectPolicy {
@@ -135,15 +139,33 @@ pub struct ReconnectPolicy {
     pub initial_delay: Duration,
     /// Upper bound of the delay.
     pub max_delay: Duration,
+    /// Failed reconnection attempts after which the client gives up; 0: never.
+    pub max_attempts: u32,
+    /// Time after the connection was lost after which the client gives up (the last attempt
+    /// is made at that time); zero: never.
+    pub max_elapsed: Duration,
 }
 
 impl ReconnectPolicy {
-    /// Delays from `initial_delay`, doubling up to `max_delay`.
+    /// Delays from `initial_delay`, doubling up to `max_delay`, reconnecting forever.
     pub fn new(initial_delay: Duration, max_delay: Duration) -> Self {
         Self {
             initial_delay,
             max_delay,
+            ..Self::default()
         }
+    }
+
+    /// Gives up after this many failed reconnection attempts (0: never).
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// Gives up when the connection has been lost for this long (zero: never).
+    pub fn max_elapsed(mut self, elapsed: Duration) -> Self {
+        self.max_elapsed = elapsed;
+        self
     }
 }
 
@@ -182,6 +204,8 @@ impl Default for ReconnectPolicy {
         Self {
             initial_delay: Duration::from_millis(128),
             max_delay: Duration::from_secs(60),
+            max_attempts: 0,
+            max_elapsed: Duration::ZERO,
         }
     }
 }
@@ -347,6 +371,8 @@ mod tests {
         assert_eq!(options.default_timeout, Duration::from_secs(10));
         assert_eq!(options.reconnect.initial_delay, Duration::from_millis(128));
         assert_eq!(options.reconnect.max_delay, Duration::from_secs(60));
+        assert_eq!(options.reconnect.max_attempts, 0, "reconnects forever");
+        assert_eq!(options.reconnect.max_elapsed, Duration::ZERO);
     }
 
     #[test]
@@ -373,10 +399,10 @@ mod tests {
                 "default_timeout",
             ),
             (
-                base.clone().reconnect(ReconnectPolicy {
-                    initial_delay: Duration::from_secs(2),
-                    max_delay: Duration::from_secs(1),
-                }),
+                base.clone().reconnect(ReconnectPolicy::new(
+                    Duration::from_secs(2),
+                    Duration::from_secs(1),
+                )),
                 "reconnect",
             ),
             (

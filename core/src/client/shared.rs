@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::connection::{ConnectionEvent, ConnectionState, ConnectionStatus};
 use super::in_flight::InFlight;
 use super::observers::Observers;
 use crate::protocol::{topics, HybridClock, MAX_CLOCK_SKEW};
@@ -46,6 +47,8 @@ pub(crate) struct Shared {
     pub(crate) in_flight: InFlight,
     pub(crate) observers: Observers,
     pub(crate) link: watch::Sender<LinkState>,
+    /// The state users see, and its changes.
+    pub(crate) status: ConnectionStatus,
     /// The broker's maximum packet size from the last CONNACK.
     pub(crate) broker_max_packet: AtomicU32,
     /// Counts CONNACKs and connection losses: a change means the connection someone was
@@ -80,6 +83,7 @@ impl Shared {
             in_flight: InFlight::new(random_u128()),
             observers: Observers::default(),
             link: watch::Sender::new(LinkState::Connecting),
+            status: ConnectionStatus::new(),
             broker_max_packet: AtomicU32::new(super::options::MQTT_MAX_PACKET_SIZE),
             connection: AtomicU64::new(0),
             default_timeout,
@@ -107,6 +111,15 @@ impl Shared {
             }
             link.changed().await.map_err(|_| Error::Closed)?;
         }
+    }
+
+    /// Reconnecting stopped for good: calls waiting and later calls fail with `error`,
+    /// observations end, and users see `event`.
+    pub(crate) fn give_up(&self, error: Error, event: ConnectionEvent) {
+        self.set_link(LinkState::Failed(error.clone()));
+        self.in_flight.fail_all(error);
+        self.observers.close();
+        self.status.change(event);
     }
 
     /// Sets the link state, unless the client is closed (which is final).
@@ -180,6 +193,8 @@ impl Shared {
     /// [`Error::Closed`], observations end.
     pub(crate) fn shutdown(&self) {
         self.link.send_replace(LinkState::Closed);
+        self.status
+            .change(ConnectionEvent::new(ConnectionState::Closed));
         self.cancel.cancel();
         self.in_flight.close();
         self.observers.close();

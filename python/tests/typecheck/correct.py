@@ -79,3 +79,18 @@ async def asynchronous(host: str, port: int) -> None:
     guard = await text.lock("locks/a").try_acquire()
     if guard is not None:
         assert_type(guard.holder_name, str)
+
+
+def connection_state(client: statestore.Client) -> None:
+    assert_type(client.connection_state, Literal["connecting", "connected", "reconnecting", "gave_up", "closed"])
+    for event in client.connection_events(timeout=datetime.timedelta(seconds=1)):
+        assert_type(event, statestore.ConnectionEvent)
+        assert_type(event.reason, Optional[str])
+        assert_type(event.attempt, int)
+        assert_type(event.delay, Optional[float])
+    statestore.Client.connect("h", 1883, reconnect_max_attempts=3, reconnect_max_elapsed=60.0)
+
+
+async def async_connection_state(client: statestore.AsyncClient) -> None:
+    async for event in client.connection_events(timeout=5):
+        assert_type(event.state, Literal["connecting", "connected", "reconnecting", "gave_up", "closed"])

@@ -135,7 +135,7 @@ describe('hostile input', () => {
   })
 
   test('connect options out of range', async () => {
-    const names = ['host', 'port', 'keepAlive', 'sessionExpiry', 'defaultTimeout', 'reconnectInitialDelay', 'reconnectMaxDelay',
+    const names = ['host', 'port', 'keepAlive', 'sessionExpiry', 'defaultTimeout', 'reconnectInitialDelay', 'reconnectMaxDelay', 'reconnectMaxAttempts', 'reconnectMaxElapsed',
       'maxPacketSize', 'clientId', 'caFile', 'username', 'password', 'passwordFile', 'satTokenFile', 'cleanStart', 'tls', 'noSuchOption']
     await fc.assert(fc.asyncProperty(fc.dictionary(fc.constantFrom(...names), fc.oneof(number, anything), { maxKeys: 3 }), async (opts) => {
       // Port 1 on loopback refuses at once; a short timeout bounds the attempt anyway.

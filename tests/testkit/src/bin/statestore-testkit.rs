@@ -8,7 +8,8 @@
 //! holds the other end, so the servers end with it however it ends. A line `restart` on
 //! standard input restarts Mosquitto on the same port, losing its sessions (as a crash does),
 //! and is answered `restarted` once it accepts connections again; the state store reconnects
-//! by itself.
+//! by itself. For the embedded server, `stop` shuts it down (answered `stopped`: its clients'
+//! connections are gone) and `start` starts it again on the same port (answered `started`).
 
 use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
@@ -20,7 +21,8 @@ const USAGE: &str = "usage: statestore-testkit serve [embedded|mosquitto|mosquit
   embedded         the state store on its embedded broker
   mosquitto        Mosquitto, with the state store attached to it
   mosquitto-alone  Mosquitto without a state store (requests get no answer)
-prints `ready on 127.0.0.1:PORT`, serves until standard input ends; `restart` restarts Mosquitto";
+prints `ready on 127.0.0.1:PORT`, serves until standard input ends; `restart` restarts Mosquitto,
+`stop` and `start` stop and start the embedded server on the same port";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -60,7 +62,7 @@ fn serve(kind: &str) -> io::Result<()> {
             port: broker.port(),
         }),
     };
-    let server = match mode {
+    let mut server = match mode {
         None => None,
         Some(mode) => {
             let config = ServerConfig {
@@ -86,10 +88,28 @@ fn serve(kind: &str) -> io::Result<()> {
                 broker.restart()?;
                 writeln!(out, "restarted")?;
             }
+            ("stop", None) => {
+                if let Some(server) = server.take() {
+                    runtime.block_on(server.shutdown());
+                }
+                writeln!(out, "stopped")?;
+            }
+            ("start", None) if server.is_none() => {
+                let config = ServerConfig {
+                    mode: Mode::Embedded { listen: addr },
+                    ..ServerConfig::default()
+                };
+                let started = runtime.block_on(Server::start(config));
+                server = Some(started.map_err(|error| {
+                    io::Error::other(format!("the state store again on {addr}: {error}"))
+                })?);
+                writeln!(out, "started")?;
+            }
             ("", _) => continue,
             (other, _) => writeln!(
                 out,
-                "error: {other:?}: the one command is `restart`, for a server with mosquitto"
+                "error: {other:?}: the commands are `restart` (with mosquitto), `stop` and \
+                 `start` (embedded)"
             )?,
         }
         out.flush()?;

@@ -334,7 +334,7 @@ def test_both_flavours_share_each_operation(blocking: type, asyncio_twin: type) 
             assert inspect.signature(one).parameters == inspect.signature(two).parameters, name
             returns = (inspect.signature(one).return_annotation, inspect.signature(two).return_annotation)
             assert returns[0] == returns[1].replace("Async", ""), name
-            if name not in {"connect", "from_env", "lock", "lease", "election"}:
+            if name not in {"connect", "from_env", "from_url", "lock", "lease", "election"}:
                 assert inspect.iscoroutinefunction(two), name
 
 

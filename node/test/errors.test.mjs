@@ -145,7 +145,9 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
   })
 
   test('connect options', T, async () => {
-    await assertTypeError(() => Client.connect('localhost'), 'options')
+    await assertTypeError(() => Client.connect(5), 'options')
+    // A string is a connection URL: one that is not is core's invalid argument, not a TypeError.
+    await assert.rejects(Client.connect('localhost'), (e) => e.code === 'STATESTORE_INVALID_ARGUMENT' && /not a URL/.test(e.message))
     await assertTypeError(() => Client.connect({ hots: 'x' }), 'options')
     await assertTypeError(() => Client.connect({ host: 5 }), 'options.host')
     await assertTypeError(() => Client.connectSync({ port: {} }), 'options.port')

@@ -85,7 +85,7 @@ pub use client::types::*;
 #[cfg(feature = "client")]
 pub use client::{
     Authentication, Client, ConnectOptions, Keys, Observation, ReconnectPolicy, TlsOptions,
-    OBSERVATION_QUEUE_LIMIT,
+    DEFAULT_MAX_IN_FLIGHT, OBSERVATION_QUEUE_LIMIT,
 };
 pub use error::{Error, ErrorCategory, ErrorCode, ErrorInfo};
 #[cfg(feature = "client")]

@@ -48,6 +48,24 @@ async fn results_come_in_input_order_one_per_key_with_duplicates_and_missing_key
 }
 
 #[tokio::test]
+async fn a_batch_can_be_spawned() {
+    let (_server, client) = kit::embedded_with_client().await;
+    let task = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let items = vec![("s1".to_owned(), "v".to_owned())];
+            client.set_many(items, SetOptions::default()).await?;
+            client
+                .delete_many(vec!["s2".to_owned()], DeleteOptions::default())
+                .await?;
+            client.get_many(vec!["s1".to_owned()]).await
+        }
+    });
+    let read = kit::within("the spawned batch", task).await.unwrap();
+    assert_eq!(values(read.unwrap()), vec![Some(Bytes::from("v"))]);
+}
+
+#[tokio::test]
 async fn an_empty_batch_sends_nothing_and_returns_nothing() {
     let (_server, client) = kit::embedded_with_client().await;
     let none: [&str; 0] = [];

@@ -8,7 +8,7 @@
 //! checked before the first is sent, so that bad input sends nothing.
 
 use bytes::Bytes;
-use futures_util::stream::{self, StreamExt};
+use futures_util::stream::{FuturesOrdered, StreamExt};
 
 use super::call::{Answer, Invocation};
 use super::shared::Shared;
@@ -59,16 +59,26 @@ pub(crate) async fn run<T>(
     limit: usize,
     answer: impl Fn(Answer) -> Result<T>,
 ) -> Vec<Result<T>> {
-    let answer = &answer;
-    stream::iter(requests)
-        .map(|request| async move {
-            shared
-                .call_encoded(&request.invocation, &request.payload)
-                .await
-                .and_then(answer)
-        })
-        .buffered(limit)
-        .collect()
+    // A queue fed by hand rather than `buffered` over a closure: the closure's borrows made the
+    // future lose `Send` (rustc cannot prove it for every lifetime), and callers spawn it.
+    let mut waiting = requests.iter();
+    let mut in_flight = FuturesOrdered::new();
+    for request in waiting.by_ref().take(limit) {
+        in_flight.push_back(send(shared, request));
+    }
+    let mut results = Vec::with_capacity(requests.len());
+    while let Some(result) = in_flight.next().await {
+        results.push(result.and_then(&answer));
+        if let Some(request) = waiting.next() {
+            in_flight.push_back(send(shared, request));
+        }
+    }
+    results
+}
+
+async fn send(shared: &Shared, request: &Prepared<'_>) -> Result<Answer> {
+    shared
+        .call_encoded(&request.invocation, &request.payload)
         .await
 }
 

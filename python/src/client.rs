@@ -416,7 +416,7 @@ fn set_options(
 /// Keys of a batch: any iterable of keys, but not one key (a `str` or bytes would otherwise
 /// be taken apart into one-character keys).
 fn keys_arg(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<Bytes>> {
-    batch_items(ob, name, |item, label| bytes_arg(item, label))
+    batch_items(ob, name, bytes_arg)
 }
 
 /// `(key, value)` pairs of `set_many`: an iterable of 2-item sequences.

@@ -622,14 +622,18 @@ typedef struct statestore_observation statestore_observation;
 typedef struct statestore_options statestore_options;
 
 /**
- * Completion of `statestore_connect_async()`: on success `client` is a new client that the
- * callback now owns (free it with `statestore_client_free()`); on failure it is NULL and
- * `message` says why (valid during the callback only).
+ * A byte string inside a result (not NUL-terminated).
  */
-typedef void (*statestore_connect_cb)(void *user_data,
-                                      statestore_status status,
-                                      const char *message,
-                                      struct statestore_client *client);
+typedef struct statestore_bytes {
+  /**
+   * The bytes (non-NULL even when `len` is 0).
+   */
+  const uint8_t *data;
+  /**
+   * The number of bytes.
+   */
+  size_t len;
+} statestore_bytes;
 
 /**
  * A value read from the state store: `len` bytes at `data` (not NUL-terminated; `data` is
@@ -651,61 +655,50 @@ typedef struct statestore_value {
 } statestore_value;
 
 /**
- * The outcome of a SET.
+ * One key's item of a `statestore_get_many_result`.
  */
-typedef struct statestore_set_result {
+typedef struct statestore_get_item {
   /**
-   * Whether the value was written (false: the condition did not hold).
+   * `STATESTORE_OK`, or this key's error (the others are unaffected).
    */
-  bool applied;
+  statestore_status status;
   /**
-   * The key's new version when applied (the fencing token of a lock taken with SET), or
-   * NULL.
+   * The error's message, or NULL when `status` is `STATESTORE_OK`.
    */
-  const char *version;
-} statestore_set_result;
+  const char *message;
+  /**
+   * Whether the key exists (false also when `status` is an error).
+   */
+  bool found;
+  /**
+   * The value and its version when `found`; all NULL and 0 otherwise.
+   */
+  struct statestore_value value;
+} statestore_get_item;
 
 /**
- * The outcome of a DEL or VDEL.
+ * The result of `statestore_get_many()`: `count` items, in the order of the keys. Free it
+ * with `statestore_get_many_result_free()`.
  */
-typedef struct statestore_delete_result {
+typedef struct statestore_get_many_result {
   /**
-   * A `statestore_delete_outcome` value.
+   * The items (NULL when `count` is 0).
    */
-  int32_t outcome;
+  const struct statestore_get_item *items;
   /**
-   * The version the service sent with its answer, or NULL.
-   */
-  const char *version;
-} statestore_delete_result;
-
-/**
- * A byte string inside a result (not NUL-terminated).
- */
-typedef struct statestore_bytes {
-  /**
-   * The bytes (non-NULL even when `len` is 0).
-   */
-  const uint8_t *data;
-  /**
-   * The number of bytes.
-   */
-  size_t len;
-} statestore_bytes;
-
-/**
- * The keys matching a pattern.
- */
-typedef struct statestore_key_list {
-  /**
-   * `count` keys (NULL when `count` is 0).
-   */
-  const struct statestore_bytes *keys;
-  /**
-   * The number of keys.
+   * The number of items: the number of keys.
    */
   size_t count;
-} statestore_key_list;
+} statestore_get_many_result;
+
+/**
+ * Completion of `statestore_get_many_async()`: `result` is borrowed for the callback (NULL
+ * on failure of the whole call); `message` is NULL on success.
+ */
+typedef void (*statestore_get_many_cb)(void *user_data,
+                                       statestore_status status,
+                                       const char *message,
+                                       const struct statestore_get_many_result *result);
 
 /**
  * Options of a SET. All zero (`statestore_set_options o = {0};`) is the default: always,
@@ -745,22 +738,60 @@ typedef struct statestore_set_options {
 } statestore_set_options;
 
 /**
- * Completion of `statestore_set_async()`: `result` is borrowed for the callback (NULL on
- * failure); `message` is NULL on success.
+ * The outcome of a SET.
  */
-typedef void (*statestore_set_cb)(void *user_data,
-                                  statestore_status status,
-                                  const char *message,
-                                  const struct statestore_set_result *result);
+typedef struct statestore_set_result {
+  /**
+   * Whether the value was written (false: the condition did not hold).
+   */
+  bool applied;
+  /**
+   * The key's new version when applied (the fencing token of a lock taken with SET), or
+   * NULL.
+   */
+  const char *version;
+} statestore_set_result;
 
 /**
- * Completion of `statestore_get_async()`: `value` is borrowed for the callback; NULL when
- * the key does not exist (status OK) or on failure.
+ * One item of a `statestore_set_many_result`.
  */
-typedef void (*statestore_get_cb)(void *user_data,
-                                  statestore_status status,
-                                  const char *message,
-                                  const struct statestore_value *value);
+typedef struct statestore_set_item {
+  /**
+   * `STATESTORE_OK`, or this item's error (e.g. a fencing token too old for its key).
+   */
+  statestore_status status;
+  /**
+   * The error's message, or NULL when `status` is `STATESTORE_OK`.
+   */
+  const char *message;
+  /**
+   * The outcome when `status` is `STATESTORE_OK`; false and NULL otherwise.
+   */
+  struct statestore_set_result result;
+} statestore_set_item;
+
+/**
+ * The result of `statestore_set_many()`: `count` items, in the order of the pairs. Free it
+ * with `statestore_set_many_result_free()`.
+ */
+typedef struct statestore_set_many_result {
+  /**
+   * The items (NULL when `count` is 0).
+   */
+  const struct statestore_set_item *items;
+  /**
+   * The number of items.
+   */
+  size_t count;
+} statestore_set_many_result;
+
+/**
+ * Completion of `statestore_set_many_async()`: `result` is borrowed for the callback.
+ */
+typedef void (*statestore_set_many_cb)(void *user_data,
+                                       statestore_status status,
+                                       const char *message,
+                                       const struct statestore_set_many_result *result);
 
 /**
  * Options of a DEL or VDEL. All zero (or NULL) is the default.
@@ -779,6 +810,104 @@ typedef struct statestore_delete_options {
    */
   uint64_t timeout_ms;
 } statestore_delete_options;
+
+/**
+ * The outcome of a DEL or VDEL.
+ */
+typedef struct statestore_delete_result {
+  /**
+   * A `statestore_delete_outcome` value.
+   */
+  int32_t outcome;
+  /**
+   * The version the service sent with its answer, or NULL.
+   */
+  const char *version;
+} statestore_delete_result;
+
+/**
+ * One key's item of a `statestore_delete_many_result`.
+ */
+typedef struct statestore_delete_item {
+  /**
+   * `STATESTORE_OK`, or this key's error.
+   */
+  statestore_status status;
+  /**
+   * The error's message, or NULL when `status` is `STATESTORE_OK`.
+   */
+  const char *message;
+  /**
+   * The outcome when `status` is `STATESTORE_OK`; `STATESTORE_DELETED` (0) and NULL
+   * otherwise: read `status` first.
+   */
+  struct statestore_delete_result result;
+} statestore_delete_item;
+
+/**
+ * The result of `statestore_delete_many()`: `count` items, in the order of the keys. Free
+ * it with `statestore_delete_many_result_free()`.
+ */
+typedef struct statestore_delete_many_result {
+  /**
+   * The items (NULL when `count` is 0).
+   */
+  const struct statestore_delete_item *items;
+  /**
+   * The number of items.
+   */
+  size_t count;
+} statestore_delete_many_result;
+
+/**
+ * Completion of `statestore_delete_many_async()`: `result` is borrowed for the callback.
+ */
+typedef void (*statestore_delete_many_cb)(void *user_data,
+                                          statestore_status status,
+                                          const char *message,
+                                          const struct statestore_delete_many_result *result);
+
+/**
+ * Completion of `statestore_connect_async()`: on success `client` is a new client that the
+ * callback now owns (free it with `statestore_client_free()`); on failure it is NULL and
+ * `message` says why (valid during the callback only).
+ */
+typedef void (*statestore_connect_cb)(void *user_data,
+                                      statestore_status status,
+                                      const char *message,
+                                      struct statestore_client *client);
+
+/**
+ * The keys matching a pattern.
+ */
+typedef struct statestore_key_list {
+  /**
+   * `count` keys (NULL when `count` is 0).
+   */
+  const struct statestore_bytes *keys;
+  /**
+   * The number of keys.
+   */
+  size_t count;
+} statestore_key_list;
+
+/**
+ * Completion of `statestore_set_async()`: `result` is borrowed for the callback (NULL on
+ * failure); `message` is NULL on success.
+ */
+typedef void (*statestore_set_cb)(void *user_data,
+                                  statestore_status status,
+                                  const char *message,
+                                  const struct statestore_set_result *result);
+
+/**
+ * Completion of `statestore_get_async()`: `value` is borrowed for the callback; NULL when
+ * the key does not exist (status OK) or on failure.
+ */
+typedef void (*statestore_get_cb)(void *user_data,
+                                  statestore_status status,
+                                  const char *message,
+                                  const struct statestore_value *value);
 
 /**
  * Completion of `statestore_delete_async()` and `statestore_vdel_async()`: `result` is
@@ -975,6 +1104,125 @@ const char *statestore_version(void);
  * connect) fails.
  */
 statestore_status statestore_shutdown(void);
+
+/**
+ * Reads `count` keys in one call: `*result` gets one item per key, in their order, each
+ * with its own status (a key's failure does not fail the others); free it with
+ * `statestore_get_many_result_free()`. The protocol has no multi-key command: the GETs are
+ * pipelined inside the library, at most the connect option `max_in_flight` at a time.
+ * Returns an error status, with nothing sent, when an argument is wrong (NULL `keys` with
+ * `count` > 0, an empty key: the message names `keys[i]`). `timeout_ms` < 0: the client's
+ * default timeout for each GET (0 is refused).
+ *
+ * # Safety
+ * `keys` is NULL (only with `count` 0) or points to `count` `statestore_bytes`, each
+ * pointing to `len` readable bytes; `result` is NULL or points to writable storage.
+ */
+statestore_status statestore_get_many(const struct statestore_client *client,
+                                      const struct statestore_bytes *keys,
+                                      size_t count,
+                                      int64_t timeout_ms,
+                                      struct statestore_get_many_result **result);
+
+/**
+ * `statestore_get_many()` without blocking: `callback` runs once, with every key's item.
+ *
+ * # Safety
+ * `keys` as for `statestore_get_many()` (copied before the function returns); `callback` may
+ * be called with `user_data` on a library thread.
+ */
+statestore_status statestore_get_many_async(const struct statestore_client *client,
+                                            const struct statestore_bytes *keys,
+                                            size_t count,
+                                            int64_t timeout_ms,
+                                            statestore_get_many_cb callback,
+                                            void *user_data);
+
+/**
+ * Sets `keys[i]` to `values[i]` for each of the `count` pairs, all with `options` (NULL:
+ * defaults). `*result` gets one item per pair, in their order, each with its own status;
+ * free it with `statestore_set_many_result_free()`. Pipelined and checked as
+ * `statestore_get_many()`: an invalid pair (an empty key, a value too large for the broker)
+ * fails the call, naming it, before anything is sent.
+ *
+ * # Safety
+ * `keys` and `values` are NULL (only with `count` 0) or point to `count` `statestore_bytes`
+ * each; `options` as for `statestore_set()`; `result` is NULL or points to writable storage.
+ */
+statestore_status statestore_set_many(const struct statestore_client *client,
+                                      const struct statestore_bytes *keys,
+                                      const struct statestore_bytes *values,
+                                      size_t count,
+                                      const struct statestore_set_options *options,
+                                      struct statestore_set_many_result **result);
+
+/**
+ * `statestore_set_many()` without blocking.
+ *
+ * # Safety
+ * The arguments as for `statestore_set_many()` (copied before the function returns);
+ * `callback` may be called with `user_data` on a library thread.
+ */
+statestore_status statestore_set_many_async(const struct statestore_client *client,
+                                            const struct statestore_bytes *keys,
+                                            const struct statestore_bytes *values,
+                                            size_t count,
+                                            const struct statestore_set_options *options,
+                                            statestore_set_many_cb callback,
+                                            void *user_data);
+
+/**
+ * Deletes each of `count` keys with `options` (NULL: defaults). `*result` gets one item per
+ * key, in their order, each with its own status; free it with
+ * `statestore_delete_many_result_free()`. Pipelined and checked as `statestore_get_many()`.
+ *
+ * # Safety
+ * `keys` as for `statestore_get_many()`; `options` as for `statestore_delete()`; `result` is
+ * NULL or points to writable storage.
+ */
+statestore_status statestore_delete_many(const struct statestore_client *client,
+                                         const struct statestore_bytes *keys,
+                                         size_t count,
+                                         const struct statestore_delete_options *options,
+                                         struct statestore_delete_many_result **result);
+
+/**
+ * `statestore_delete_many()` without blocking.
+ *
+ * # Safety
+ * The arguments as for `statestore_delete_many()` (copied before the function returns);
+ * `callback` may be called with `user_data` on a library thread.
+ */
+statestore_status statestore_delete_many_async(const struct statestore_client *client,
+                                               const struct statestore_bytes *keys,
+                                               size_t count,
+                                               const struct statestore_delete_options *options,
+                                               statestore_delete_many_cb callback,
+                                               void *user_data);
+
+/**
+ * Frees a `statestore_get_many()` result. NULL does nothing.
+ *
+ * # Safety
+ * `result` is NULL or a result of `statestore_get_many()`, not yet freed.
+ */
+void statestore_get_many_result_free(struct statestore_get_many_result *result);
+
+/**
+ * Frees a `statestore_set_many()` result. NULL does nothing.
+ *
+ * # Safety
+ * `result` is NULL or a result of `statestore_set_many()`, not yet freed.
+ */
+void statestore_set_many_result_free(struct statestore_set_many_result *result);
+
+/**
+ * Frees a `statestore_delete_many()` result. NULL does nothing.
+ *
+ * # Safety
+ * `result` is NULL or a result of `statestore_delete_many()`, not yet freed.
+ */
+void statestore_delete_many_result_free(struct statestore_delete_many_result *result);
 
 /**
  * Connects to the broker with `options` (not consumed: free it when convenient) and waits
@@ -1932,7 +2180,7 @@ statestore_status statestore_options_free(struct statestore_options *options);
  * it: `name` is one of `host`, `port`, `client_id`, `keep_alive`, `session_expiry`,
  * `clean_start`, `tls`, `ca_file`, `cert_file`, `key_file`, `key_password_file`,
  * `username`, `password`, `password_file`, `sat_token_file`, `sat_check_interval`,
- * `default_timeout`, `reconnect_initial_delay`, `reconnect_max_delay`, `max_packet_size`;
+ * `default_timeout`, `reconnect_initial_delay`, `reconnect_max_delay`, `max_packet_size`, `max_in_flight`;
  * durations read `"10s"`, `"250ms"`; booleans `"true"`/`"false"`. An unknown name or a bad
  * value fails with `STATESTORE_ERR_INVALID_ARGUMENT` naming it.
  *

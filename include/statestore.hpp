@@ -826,6 +826,67 @@ public:
                                          value.size(), nullptr, &on_delete, user);
         });
     }
+    /** The values of `keys` (client-side pipelining, up to the option max_in_flight at once): one
+     *  Result per key in their order, a failed key's Error in its place; throws Error, with
+     *  nothing sent, for an invalid key. */
+    std::vector<Result<std::optional<Value>>> get_many(
+        const std::vector<std::string_view> &keys,
+        std::optional<std::chrono::milliseconds> timeout = std::nullopt) const {
+        std::vector<statestore_bytes> k = bytes_of(keys);
+        statestore_get_many_result *r = nullptr;
+        detail::check(statestore_get_many(handle_.get(), k.data(), k.size(), detail::limit(timeout), &r));
+        std::unique_ptr<statestore_get_many_result, void (*)(statestore_get_many_result *)> owned(
+            r, statestore_get_many_result_free);
+        return items_of<std::optional<Value>>(*r, &get_item_of);
+    }
+    void get_many_async(const std::vector<std::string_view> &keys,
+                        std::function<void(Result<std::vector<Result<std::optional<Value>>>>)> fn) const {
+        std::vector<statestore_bytes> k = bytes_of(keys);
+        detail::start<std::vector<Result<std::optional<Value>>>>(std::move(fn), [&](void *user) {
+            return statestore_get_many_async(handle_.get(), k.data(), k.size(), -1, &on_get_many, user);
+        });
+    }
+    /** Sets each (key, value) pair with the same options: one Result per pair, in their order. */
+    std::vector<Result<SetResult>> set_many(const std::vector<std::pair<std::string_view, std::string_view>> &items,
+                                            const SetOptions &options = {}) const {
+        std::vector<statestore_bytes> k, v;
+        split(items, k, v);
+        statestore_set_options o = c_options(options);
+        statestore_set_many_result *r = nullptr;
+        detail::check(statestore_set_many(handle_.get(), k.data(), v.data(), k.size(), &o, &r));
+        std::unique_ptr<statestore_set_many_result, void (*)(statestore_set_many_result *)> owned(
+            r, statestore_set_many_result_free);
+        return items_of<SetResult>(*r, &set_item_of);
+    }
+    void set_many_async(const std::vector<std::pair<std::string_view, std::string_view>> &items,
+                        const SetOptions &options, std::function<void(Result<std::vector<Result<SetResult>>>)> fn) const {
+        std::vector<statestore_bytes> k, v;
+        split(items, k, v);
+        statestore_set_options o = c_options(options);
+        detail::start<std::vector<Result<SetResult>>>(std::move(fn), [&](void *user) {
+            return statestore_set_many_async(handle_.get(), k.data(), v.data(), k.size(), &o, &on_set_many, user);
+        });
+    }
+    /** Deletes each of `keys` with the same options: one Result per key, in their order. */
+    std::vector<Result<DeleteResult>> delete_many(const std::vector<std::string_view> &keys,
+                                                  const DeleteOptions &options = {}) const {
+        std::vector<statestore_bytes> k = bytes_of(keys);
+        statestore_delete_options o = c_options(options);
+        statestore_delete_many_result *r = nullptr;
+        detail::check(statestore_delete_many(handle_.get(), k.data(), k.size(), &o, &r));
+        std::unique_ptr<statestore_delete_many_result, void (*)(statestore_delete_many_result *)> owned(
+            r, statestore_delete_many_result_free);
+        return items_of<DeleteResult>(*r,
+                                      &delete_item_of);
+    }
+    void delete_many_async(const std::vector<std::string_view> &keys, const DeleteOptions &options,
+                           std::function<void(Result<std::vector<Result<DeleteResult>>>)> fn) const {
+        std::vector<statestore_bytes> k = bytes_of(keys);
+        statestore_delete_options o = c_options(options);
+        detail::start<std::vector<Result<DeleteResult>>>(std::move(fn), [&](void *user) {
+            return statestore_delete_many_async(handle_.get(), k.data(), k.size(), &o, &on_delete_many, user);
+        });
+    }
     /** The keys matching a glob pattern. */
     std::vector<std::string> keys(std::string_view pattern) const {
         statestore_key_list *l = nullptr;
@@ -921,6 +982,59 @@ private:
         std::unique_ptr<statestore_delete_result, void (*)(statestore_delete_result *)> owned(
             r, statestore_delete_result_free);
         return detail::delete_result_of(*r);
+    }
+    static std::vector<statestore_bytes> bytes_of(const std::vector<std::string_view> &keys) {
+        std::vector<statestore_bytes> out;
+        out.reserve(keys.size());
+        for (std::string_view k : keys) out.push_back(statestore_bytes{detail::bytes(k), k.size()});
+        return out;
+    }
+    static void split(const std::vector<std::pair<std::string_view, std::string_view>> &items,
+                      std::vector<statestore_bytes> &keys, std::vector<statestore_bytes> &values) {
+        keys.reserve(items.size());
+        values.reserve(items.size());
+        for (const auto &item : items) {
+            keys.push_back(statestore_bytes{detail::bytes(item.first), item.first.size()});
+            values.push_back(statestore_bytes{detail::bytes(item.second), item.second.size()});
+        }
+    }
+    static std::optional<Value> get_item_of(const statestore_get_item &i) {
+        return i.found ? std::optional<Value>(detail::value_of(i.value)) : std::nullopt;
+    }
+    static SetResult set_item_of(const statestore_set_item &i) { return detail::set_result_of(i.result); }
+    static DeleteResult delete_item_of(const statestore_delete_item &i) { return detail::delete_result_of(i.result); }
+    /** Each item of a batch result as a Result: `convert` of a succeeded one, the Error of a failed one. */
+    template <class T, class R, class F>
+    static std::vector<Result<T>> items_of(const R &r, F convert) {
+        std::vector<Result<T>> out;
+        out.reserve(r.count);
+        for (size_t i = 0; i < r.count; i++) {
+            if (r.items[i].status == STATESTORE_OK)
+                out.emplace_back(convert(r.items[i]));
+            else
+                out.emplace_back(detail::error_of(r.items[i].status, r.items[i].message));
+        }
+        return out;
+    }
+    template <class T, class R, class F>
+    static void complete_many(void *user, statestore_status status, const char *message, const R *r, F convert) {
+        using Items = std::vector<Result<T>>;
+        detail::Once<Items>::complete(user, status, message,
+                                      r ? std::optional<Items>(items_of<T>(*r, convert)) : std::nullopt);
+    }
+    static void on_get_many(void *user, statestore_status status, const char *message,
+                            const statestore_get_many_result *r) noexcept {
+        complete_many<std::optional<Value>>(user, status, message, r, &get_item_of);
+    }
+    static void on_set_many(void *user, statestore_status status, const char *message,
+                            const statestore_set_many_result *r) noexcept {
+        complete_many<SetResult>(user, status, message, r,
+                                 &set_item_of);
+    }
+    static void on_delete_many(void *user, statestore_status status, const char *message,
+                               const statestore_delete_many_result *r) noexcept {
+        complete_many<DeleteResult>(user, status, message, r,
+                                    &delete_item_of);
     }
     static std::vector<std::string> list_of(const statestore_key_list &l) {
         std::vector<std::string> keys;

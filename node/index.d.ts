@@ -185,6 +185,8 @@ export interface ConnectOptions {
   reconnectMaxElapsed?: number
   /** Largest MQTT packet accepted, bytes. */
   maxPacketSize?: number
+  /** Requests of one batch (`getMany`, `setMany`, `deleteMany`) in flight at once (default 64). */
+  maxInFlight?: number
   /** Return values, keys and names as UTF-8 strings instead of Buffers. */
   returnStrings?: boolean
 }
@@ -468,6 +470,17 @@ interface ClientCalls<V> {
   delete(key: Bytes, options?: DeleteOptions & Abortable): Promise<DeleteResult>
   /** Deletes `key` only if it holds `value`. */
   vdel(key: Bytes, value: Bytes, options?: DeleteOptions & Abortable): Promise<DeleteResult>
+  /**
+   * The values of `keys`, one item per key in their order: the value, null when absent, or the
+   * key's own error (a `StatestoreError` in the array, not a rejection). Client-side
+   * pipelining, up to `maxInFlight` GETs in flight. An invalid key rejects the whole call with
+   * STATESTORE_INVALID_ARGUMENT naming it, and nothing is sent.
+   */
+  getMany(keys: Iterable<Bytes>, options?: GetOptions & Abortable): Promise<Array<ValueResult<V> | null | StatestoreError>>
+  /** Sets each `[key, value]` of `items` (an array of pairs or a Map) with the same options: one item per pair, its result or its error. */
+  setMany(items: Iterable<readonly [Bytes, Bytes]>, options?: SetOptions & Abortable): Promise<Array<SetResult | StatestoreError>>
+  /** Deletes each of `keys` with the same options: one item per key, its result or its error. */
+  deleteMany(keys: Iterable<Bytes>, options?: DeleteOptions & Abortable): Promise<Array<DeleteResult | StatestoreError>>
   /** Ends every observation of `key` on this client. */
   unobserve(key: Bytes): Promise<void>
   /** Waits for the lock `name` (`signal` aborts the wait). */

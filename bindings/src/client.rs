@@ -261,9 +261,12 @@ pub struct statestore_set_result {
     pub version: *const c_char,
 }
 
-type OwnedSetResult = Owned<statestore_set_result, Option<CText>>;
+pub(crate) type OwnedSetResult = Owned<statestore_set_result, Option<CText>>;
 
-fn owned_set_result(applied: bool, version: Option<&statestore_core::Hlc>) -> OwnedSetResult {
+pub(crate) fn owned_set_result(
+    applied: bool,
+    version: Option<&statestore_core::Hlc>,
+) -> OwnedSetResult {
     let version = util::version_string(version);
     Owned {
         view: statestore_set_result {
@@ -306,9 +309,9 @@ pub struct statestore_delete_result {
     pub version: *const c_char,
 }
 
-type OwnedDeleteResult = Owned<statestore_delete_result, Option<CText>>;
+pub(crate) type OwnedDeleteResult = Owned<statestore_delete_result, Option<CText>>;
 
-fn owned_delete_result(
+pub(crate) fn owned_delete_result(
     outcome: DeleteOutcome,
     version: Option<&statestore_core::Hlc>,
 ) -> OwnedDeleteResult {
@@ -495,7 +498,7 @@ pub struct statestore_delete_options {
 /// # Safety
 /// `options` is NULL or points to an initialised `statestore_set_options` whose
 /// `fencing_token` is NULL or NUL-terminated, readable during the call.
-unsafe fn set_options(options: *const statestore_set_options) -> Result<SetOptions> {
+pub(crate) unsafe fn set_options(options: *const statestore_set_options) -> Result<SetOptions> {
     let mut set = SetOptions::default();
     // SAFETY: NULL or a readable, initialised struct (this function's contract).
     let Some(options) = (unsafe { options.as_ref() }) else {
@@ -539,7 +542,9 @@ fn refused_option(error: Error) -> Error {
 /// # Safety
 /// `options` is NULL or points to an initialised `statestore_delete_options` whose
 /// `fencing_token` is NULL or NUL-terminated, readable during the call.
-unsafe fn delete_options(options: *const statestore_delete_options) -> Result<DeleteOptions> {
+pub(crate) unsafe fn delete_options(
+    options: *const statestore_delete_options,
+) -> Result<DeleteOptions> {
     let mut delete = DeleteOptions::default();
     // SAFETY: NULL or a readable, initialised struct (this function's contract).
     let Some(options) = (unsafe { options.as_ref() }) else {

@@ -16,6 +16,7 @@
 #![deny(clippy::multiple_unsafe_ops_per_block)]
 #![deny(clippy::missing_safety_doc)]
 
+mod batch;
 mod callbacks;
 mod client;
 mod client_state;

@@ -224,7 +224,7 @@ fn set_ms(options: *mut statestore_options, name: &str, ms: u64) -> statestore_s
 /// it: `name` is one of `host`, `port`, `client_id`, `keep_alive`, `session_expiry`,
 /// `clean_start`, `tls`, `ca_file`, `cert_file`, `key_file`, `key_password_file`,
 /// `username`, `password`, `password_file`, `sat_token_file`, `sat_check_interval`,
-/// `default_timeout`, `reconnect_initial_delay`, `reconnect_max_delay`, `max_packet_size`;
+/// `default_timeout`, `reconnect_initial_delay`, `reconnect_max_delay`, `max_packet_size`, `max_in_flight`;
 /// durations read `"10s"`, `"250ms"`; booleans `"true"`/`"false"`. An unknown name or a bad
 /// value fails with `STATESTORE_ERR_INVALID_ARGUMENT` naming it.
 ///

@@ -90,7 +90,7 @@ pub use client::types::*;
 #[cfg(feature = "client")]
 pub use client::{
     Authentication, Client, ConnectOptions, Keys, Observation, ReconnectPolicy, TlsOptions,
-    OBSERVATION_QUEUE_LIMIT,
+    DEFAULT_MAX_IN_FLIGHT, OBSERVATION_QUEUE_LIMIT,
 };
 #[cfg(feature = "client")]
 pub use client::{ConnectionEvent, ConnectionEvents, ConnectionState};

@@ -102,7 +102,30 @@ function fields(spec, { name = 'options', spread = false } = {}) {
   return Object.assign(convert, { options: true, spread })
 }
 
+/** Each item of an iterable (not a string or bytes) converted by `item`, named `name[i]`. */
+const each = (item) => (value, name) => {
+  const iterable = value !== null && typeof value === 'object' && typeof value[Symbol.iterator] === 'function'
+  if (!iterable || value instanceof Uint8Array) throw typeError(name, 'an iterable (an Array, a Set...)', value)
+  return Array.from(value, (element, i) => item(element, `${name}[${i}]`))
+}
+
+/** The keys of a batch. */
+const keys = (name) => param(each(bytes), name)
+
+/** The `[key, value]` pairs of a batch (an array of pairs, a Map), as the addon takes them: the keys, then the values. */
+function pairs(name) {
+  const pair = (value, at) => {
+    if (!Array.isArray(value) || value.length !== 2) throw typeError(at, 'a [key, value] pair', value)
+    return [bytes(value[0], `${at}[0]`), bytes(value[1], `${at}[1]`)]
+  }
+  const convert = (value) => {
+    const converted = each(pair)(value, name)
+    return [converted.map((p) => p[0]), converted.map((p) => p[1])]
+  }
+  return Object.assign(convert, { spread: true })
+}
+
 const ttl = must(duration, MS)
 const version = must(token, VERSION)
 
-module.exports = { bytes, duration, ttl, version, boolean, string, number, numeric, token, fn, options, param, fields, typeError }
+module.exports = { bytes, duration, ttl, version, boolean, string, number, numeric, token, fn, options, param, fields, keys, pairs, typeError }

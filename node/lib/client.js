@@ -305,6 +305,9 @@ Wrapper.define(Client, {
     get: { args: [KEY, TIMEOUT], signal: true },
     delete: { args: [KEY, DELETE], signal: true },
     vdel: { args: [KEY, VALUE, DELETE], signal: true },
+    getMany: { args: [args.keys('keys'), TIMEOUT], signal: true },
+    setMany: { args: [args.pairs('items'), SET], signal: true },
+    deleteMany: { args: [args.keys('keys'), DELETE], signal: true },
     // The Observation comes at once, so that listeners can be added while it registers.
     observe: { args: [KEY], lazy: true, result: observation },
     unobserve: { args: [KEY] },

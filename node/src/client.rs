@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Weak};
 
-use napi::bindgen_prelude::Either3;
+use napi::bindgen_prelude::{Either, Either3};
 use napi::Env;
 use napi_derive::napi;
 use statestore::{Client, ConnectOptions, DeleteOptions, DeleteOutcome, Hlc, SetOptions};
@@ -164,6 +164,24 @@ fn delete_result(result: statestore::DeleteResult) -> JsDeleteResult {
     }
 }
 
+/// A batch's results for JavaScript: each key's converted result, or its error as the same
+/// `Error` object a single call rejects with.
+type Batch<T> = Vec<Either<T, napi::Error>>;
+
+fn batch<T, D>(
+    env: &Env,
+    results: Vec<statestore::Result<T>>,
+    convert: impl Fn(T) -> D,
+) -> Batch<D> {
+    results
+        .into_iter()
+        .map(|result| match result {
+            Ok(value) => Either::A(convert(value)),
+            Err(error) => Either::B(bridge::js_error(env, &error)),
+        })
+        .collect()
+}
+
 /// The native client. Use `Client` from the package: it checks JavaScript types and adds the
 /// iterators and events.
 #[napi]
@@ -323,6 +341,78 @@ impl NativeClient {
         call: Call,
     ) -> napi::Result<Returned<'e, JsDeleteResult>> {
         self.delete_if(env, key, Some(value), options, call)
+    }
+
+    /// GET of each of `keys`: one item per key, its value (or null) or its error.
+    #[napi(
+        ts_return_type = "Array<JsValueResult | null | Error> | Promise<Array<JsValueResult | null | Error>>",
+        catch_unwind
+    )]
+    pub fn get_many<'e>(
+        &self,
+        env: &'e Env,
+        keys: Vec<JsBytes>,
+        timeout: Option<f64>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, Batch<Option<JsValueResult>>>> {
+        let client = self.client();
+        let keys: Vec<_> = keys.into_iter().map(bytes).collect();
+        let pending = spawn(millis_opt("options.timeout", timeout), |timeout| {
+            Pending::spawn(async move { client.get_many_with_timeout(keys, timeout).await })
+        });
+        let out = self.out;
+        bridge::run(env, call, pending, move |env, results| {
+            Ok(batch(env, results, |v| value_result(v, out)))
+        })
+    }
+
+    /// SET of each `keys[i]` to `values[i]` with the same options: one item per pair.
+    #[napi(
+        ts_return_type = "Array<JsSetResult | Error> | Promise<Array<JsSetResult | Error>>",
+        catch_unwind
+    )]
+    pub fn set_many<'e>(
+        &self,
+        env: &'e Env,
+        keys: Vec<JsBytes>,
+        values: Vec<JsBytes>,
+        options: Option<NativeSetOptions>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, Batch<JsSetResult>>> {
+        let client = self.client();
+        let items: Vec<_> = keys
+            .into_iter()
+            .map(bytes)
+            .zip(values.into_iter().map(bytes))
+            .collect();
+        let pending = spawn(set_options(options), |options| {
+            Pending::spawn(async move { client.set_many(items, options).await })
+        });
+        bridge::run(env, call, pending, |env, results| {
+            Ok(batch(env, results, set_result))
+        })
+    }
+
+    /// DEL of each of `keys` with the same options: one item per key.
+    #[napi(
+        ts_return_type = "Array<JsDeleteResult | Error> | Promise<Array<JsDeleteResult | Error>>",
+        catch_unwind
+    )]
+    pub fn delete_many<'e>(
+        &self,
+        env: &'e Env,
+        keys: Vec<JsBytes>,
+        options: Option<NativeDeleteOptions>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, Batch<JsDeleteResult>>> {
+        let client = self.client();
+        let keys: Vec<_> = keys.into_iter().map(bytes).collect();
+        let pending = spawn(delete_options(options), |options| {
+            Pending::spawn(async move { client.delete_many(keys, options).await })
+        });
+        bridge::run(env, call, pending, |env, results| {
+            Ok(batch(env, results, delete_result))
+        })
     }
 
     #[napi(ts_return_type = "NativeEvents | Promise<NativeEvents>", catch_unwind)]

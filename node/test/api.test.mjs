@@ -373,6 +373,34 @@ describe('API details', () => {
     }
   })
 
+  test('batches: one item per key in order, a failed key as its Error, Sync twins alike', T, async () => {
+    const k = unique('batch')
+    const written = await client.setMany(new Map([[`${k}/a`, '1'], [`${k}/b`, Buffer.from('2')]]))
+    assert.deepEqual(written.map((r) => r.applied), [true, true])
+    const read = client.getManySync([`${k}/b`, `${k}/none`, `${k}/a`, `${k}/b`])
+    assert.deepEqual(read.map((r) => r?.value.toString() ?? null), ['2', null, '1', '2'])
+    const token = (await client.set(`${k}/lock`, 'me')).version
+    await client.set(`${k}/fenced`, 'v1', { fencingToken: token })
+    const old = '000000000000001:00000:x'
+    const [free, fenced] = await client.setMany([[`${k}/free`, 'x'], [`${k}/fenced`, 'x']], { fencingToken: old })
+    assert.equal(free.applied, true)
+    assert.ok(fenced instanceof Error)
+    assert.equal(fenced.code, 'STATESTORE_FENCING_TOKEN_LOWER_VERSION')
+    const deleted = client.deleteManySync(new Set([`${k}/a`, `${k}/none`]))
+    assert.deepEqual(deleted.map((r) => r.outcome), ['deleted', 'notFound'])
+    assert.deepEqual(await client.getMany([]), [])
+  })
+
+  test('batch arguments: wrong types are TypeErrors naming the item, a bad key sends nothing', T, async () => {
+    const k = unique('batchargs')
+    assert.throws(() => client.getManySync(k), { code: 'ERR_INVALID_ARG_TYPE', message: /"keys" argument must be an iterable/ })
+    await assert.rejects(client.getMany(['a', 5]), { code: 'ERR_INVALID_ARG_TYPE', message: /"keys\[1\]"/ })
+    await assert.rejects(client.setMany([[k, 'v'], [k]]), { code: 'ERR_INVALID_ARG_TYPE', message: /"items\[1\]" argument must be a \[key, value\] pair/ })
+    await assert.rejects(client.deleteMany(Buffer.from('ab')), { code: 'ERR_INVALID_ARG_TYPE' })
+    await assert.rejects(client.setMany([[k, 'v'], ['', 'v']]), { code: 'STATESTORE_INVALID_ARGUMENT', message: /batch item 1 .*the key is empty/ })
+    assert.equal(await client.get(k), null)
+  })
+
   test('many calls in flight on one client', T, async () => {
     const prefix = unique('many')
     const results = await Promise.all(Array.from({ length: 500 }, (_, i) => client.set(`${prefix}:${i}`, String(i))))

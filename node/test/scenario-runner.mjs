@@ -91,11 +91,20 @@ function asBytes(v) {
   return Buffer.from(String(v), 'utf8')
 }
 
+/** A list form: `[...]`, `{"numbered": P, "count": N}` or `{"each": E, "count": N}`; null if `form` is none. */
+function listOf(form) {
+  if (Array.isArray(form)) return form
+  if (form && typeof form === 'object' && 'numbered' in form) return Array.from({ length: form.count }, (_, i) => `${form.numbered}${i}`)
+  if (form && typeof form === 'object' && 'each' in form) return Array.from({ length: form.count }, () => form.each)
+  return null
+}
+
 function matches(expected, actual, vars) {
   if (expected === null) return actual === null || actual === undefined
   if (typeof expected === 'boolean') return actual === expected
-  if (Array.isArray(expected)) {
-    return Array.isArray(actual) && actual.length === expected.length && expected.every((e, i) => matches(e, actual[i], vars))
+  const list = listOf(expected)
+  if (list !== null) {
+    return Array.isArray(actual) && actual.length === list.length && list.every((e, i) => matches(e, actual[i], vars))
   }
   if (typeof expected === 'object' && 'present' in expected) return expected.present ? actual !== null && actual !== undefined : actual === null || actual === undefined
   if (typeof expected === 'object' && 'newer_than' in expected) {
@@ -124,6 +133,9 @@ const FLAVOURS = {
     get: (c, k, o) => c.get(k, o),
     delete: (c, k, o) => c.delete(k, o),
     vdel: (c, k, v, o) => c.vdel(k, v, o),
+    getMany: (c, k, o) => c.getMany(k, o),
+    setMany: (c, i, o) => c.setMany(i, o),
+    deleteMany: (c, k, o) => c.deleteMany(k, o),
     keys: async (c, p) => {
       const out = []
       for await (const k of c.keys(p)) out.push(k)
@@ -176,6 +188,9 @@ const FLAVOURS = {
     delete: async (c, k, o) => c.deleteSync(k, o),
     vdel: async (c, k, v, o) => c.vdelSync(k, v, o),
     keys: async (c, p) => [...c.keysSync(p)],
+    getMany: async (c, k, o) => c.getManySync(k, o),
+    setMany: async (c, i, o) => c.setManySync(i, o),
+    deleteMany: async (c, k, o) => c.deleteManySync(k, o),
     observe: async (c, k) => c.observeSync(k),
     unobserve: async (c, k) => c.unobserveSync(k),
     nextEvent: async (stream, ms) => {
@@ -293,6 +308,34 @@ export async function runScenario(flavourName, file, scenario, ops, server, run)
         const c = handle('client', s.client)
         const r = s.op === 'delete' ? await api.delete(c, bytesArg('key'), o) : await api.vdel(c, bytesArg('key'), bytesArg('value'), o)
         return { outcome: snake(r.outcome), version: r.version }
+      }
+      case 'get_many':
+      case 'set_many':
+      case 'delete_many': {
+        const key = (form) => {
+          const b = bytesOf(form, vars)
+          return b.length > 0 ? Buffer.concat([prefix, b]) : b
+        }
+        const c = handle('client', s.client)
+        let results, name, value
+        if (s.op === 'set_many') {
+          const items = listOf(s.items).map((i) => (typeof i === 'string' ? [key(i), bytesOf(i, vars)] : [key(i[0]), bytesOf(i[1], vars)]))
+          results = await api.setMany(c, items, drop({
+            condition: s.condition, expiry: ms('expiry_ms'), fencingToken: token(), persist: s.persist, timeout: ms('timeout_ms'),
+          }))
+          ;[name, value] = ['applied', (r) => r.applied]
+        } else if (s.op === 'get_many') {
+          results = await api.getMany(c, listOf(s.keys).map(key), drop({ timeout: ms('timeout_ms') }))
+          ;[name, value] = ['values', (r) => (r === null ? null : r.value)]
+        } else {
+          results = await api.deleteMany(c, listOf(s.keys).map(key), drop({ fencingToken: token(), timeout: ms('timeout_ms') }))
+          ;[name, value] = ['outcomes', (r) => snake(r.outcome)]
+        }
+        const failed = results.map((r) => r instanceof Error)
+        return {
+          [name]: results.map((r, i) => (failed[i] ? null : value(r))),
+          errors: results.map((r, i) => (failed[i] ? r.code.replace(/^STATESTORE_/, '') : null)),
+        }
       }
       case 'keys': {
         const keys = (await api.keys(handle('client', s.client), bytesArg('pattern'))).map(unprefix)

@@ -18,6 +18,8 @@ export async function mistakes(): Promise<void> {
   await client.set('k', 'v', { condition: 'NX' }) // mistake: conditions are lower case
   await client.set('k', 'v', { fencingTokn: 'x' }) // mistake: misspelt option
   await client.get('k', { timout: 5 }) // mistake: misspelt option
+  await client.setMany([['k', 'v', 'w']]) // mistake: not a pair
+  for (const item of await client.getMany(['k'])) item.value // mistake: an item may be null or an error
   const asText: string | undefined = (await client.get('k'))?.value // mistake: a Buffer client's values are Buffers
   const asBytes: Buffer | undefined = (await text.get('k'))?.value // mistake: a string client's values are strings
   if ((await client.delete('k')).outcome === 'not_found') return // mistake: the outcome is 'notFound'

@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use statestore::{
     Client as CoreClient, ConnectOptions, DeleteOptions, Keys, SetCondition, SetOptions,
 };
@@ -231,37 +231,72 @@ impl Client {
     ) -> PyResult<Operation> {
         let key = bytes_arg(key, "key")?;
         let value = bytes_arg(value, "value")?;
-        let mut options = SetOptions::default()
-            .condition(match condition {
-                Some(condition) => {
-                    statestore::bindings::set_condition(&text(condition, "condition")?, "condition")
-                        .map_err(|e| crate::errors::to_py(condition.py(), &e))?
-                }
-                None => SetCondition::Always,
-            })
-            .persist(persist);
-        if let Some(expiry) = secs_arg(expiry, "expiry")? {
-            options = options.expiry(expiry);
-        }
-        if let Some(token) = version_arg(fencing_token, "fencing_token")? {
-            options = options.fencing_token(token);
-        }
-        if let Some(timeout) = secs_arg(timeout, "timeout")? {
-            options = options.timeout(timeout);
-        }
+        let options = set_options(condition, expiry, fencing_token, persist, timeout)?;
         let client = self.inner.clone();
         Ok(spawn(
             async move { client.set(key, value, options).await },
-            |py, r| {
-                Ok(Py::new(
-                    py,
-                    SetResult {
-                        applied: r.applied,
-                        version: r.version.map(Version),
-                    },
-                )?
-                .into_any())
-            },
+            conv_set,
+        ))
+    }
+
+    /// `set` of each `(key, value)` pair of `items` with the same options: an `Operation`
+    /// giving a list with each item's `SetResult`, or its error as an exception instance.
+    #[pyo3(
+        signature = (items, condition = None, expiry = None, fencing_token = None, persist = false, timeout = None),
+        text_signature = "($self, items, condition='always', expiry=None, fencing_token=None, persist=False, timeout=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn set_many(
+        &self,
+        items: &Bound<'_, PyAny>,
+        condition: Option<&Bound<'_, PyString>>,
+        expiry: Option<&Bound<'_, PyAny>>,
+        fencing_token: Option<&Bound<'_, PyAny>>,
+        persist: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Operation> {
+        let items = pairs_arg(items, "items")?;
+        let options = set_options(condition, expiry, fencing_token, persist, timeout)?;
+        let client = self.inner.clone();
+        Ok(spawn(
+            async move { client.set_many(items, options).await },
+            |py, results| batch_list(py, results, conv_set),
+        ))
+    }
+
+    /// `get` of each of `keys`: an `Operation` giving a list with each key's `Value` (or
+    /// `None`), or its error as an exception instance.
+    #[pyo3(signature = (keys, timeout = None))]
+    fn get_many(
+        &self,
+        keys: &Bound<'_, PyAny>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Operation> {
+        let keys = keys_arg(keys, "keys")?;
+        let timeout = secs_arg(timeout, "timeout")?;
+        let client = self.inner.clone();
+        let decode = self.decode;
+        Ok(spawn(
+            async move { client.get_many_with_timeout(keys, timeout).await },
+            move |py, results| batch_list(py, results, |py, v| conv_value(py, v, decode)),
+        ))
+    }
+
+    /// `delete` of each of `keys`: an `Operation` giving a list with each key's
+    /// `DeleteResult`, or its error as an exception instance.
+    #[pyo3(signature = (keys, fencing_token = None, timeout = None))]
+    fn delete_many(
+        &self,
+        keys: &Bound<'_, PyAny>,
+        fencing_token: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Operation> {
+        let keys = keys_arg(keys, "keys")?;
+        let options = delete_options(fencing_token, timeout)?;
+        let client = self.inner.clone();
+        Ok(spawn(
+            async move { client.delete_many(keys, options).await },
+            |py, results| batch_list(py, results, conv_delete),
         ))
     }
 
@@ -277,17 +312,7 @@ impl Client {
         let decode = self.decode;
         Ok(spawn(
             async move { client.get_with_timeout(key, timeout).await },
-            move |py, r| match r {
-                None => Ok(py.None()),
-                Some(v) => Ok(Py::new(
-                    py,
-                    Value {
-                        value: out_bytes(py, &v.value, decode)?,
-                        version: v.version.map(Version),
-                    },
-                )?
-                .into_any()),
-            },
+            move |py, r| conv_value(py, r, decode),
         ))
     }
 
@@ -395,6 +420,129 @@ fn delete_options(
         options = options.timeout(timeout);
     }
     Ok(options)
+}
+
+fn set_options(
+    condition: Option<&Bound<'_, PyString>>,
+    expiry: Option<&Bound<'_, PyAny>>,
+    fencing_token: Option<&Bound<'_, PyAny>>,
+    persist: bool,
+    timeout: Option<&Bound<'_, PyAny>>,
+) -> PyResult<SetOptions> {
+    let mut options = SetOptions::default()
+        .condition(match condition {
+            Some(condition) => {
+                statestore::bindings::set_condition(&text(condition, "condition")?, "condition")
+                    .map_err(|e| crate::errors::to_py(condition.py(), &e))?
+            }
+            None => SetCondition::Always,
+        })
+        .persist(persist);
+    if let Some(expiry) = secs_arg(expiry, "expiry")? {
+        options = options.expiry(expiry);
+    }
+    if let Some(token) = version_arg(fencing_token, "fencing_token")? {
+        options = options.fencing_token(token);
+    }
+    if let Some(timeout) = secs_arg(timeout, "timeout")? {
+        options = options.timeout(timeout);
+    }
+    Ok(options)
+}
+
+/// Keys of a batch: any iterable of keys, but not one key (a `str` or bytes would otherwise
+/// be taken apart into one-character keys).
+fn keys_arg(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<Bytes>> {
+    batch_items(ob, name, bytes_arg)
+}
+
+/// `(key, value)` pairs of `set_many`: an iterable of 2-item sequences.
+fn pairs_arg(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<(Bytes, Bytes)>> {
+    batch_items(ob, name, |item, label| {
+        let pair: (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "argument '{label}': expected a (key, value) pair, got {}",
+                type_name(item)
+            ))
+        })?;
+        Ok((bytes_arg(&pair.0, label)?, bytes_arg(&pair.1, label)?))
+    })
+}
+
+/// Each item of the iterable `ob` converted by `convert`, whose errors name the item
+/// (`items[3]`).
+fn batch_items<T>(
+    ob: &Bound<'_, PyAny>,
+    name: &str,
+    convert: impl Fn(&Bound<'_, PyAny>, &str) -> PyResult<T>,
+) -> PyResult<Vec<T>> {
+    let not_iterable = || {
+        PyTypeError::new_err(format!(
+            "argument '{name}': expected an iterable (a list, a tuple...), got {}",
+            type_name(ob)
+        ))
+    };
+    if ob.is_instance_of::<PyString>() || ob.is_instance_of::<PyBytes>() {
+        return Err(not_iterable());
+    }
+    let iter = ob.try_iter().map_err(|_| not_iterable())?;
+    let mut items = Vec::with_capacity(ob.len().unwrap_or(0));
+    for (index, item) in iter.enumerate() {
+        items.push(convert(&item?, &format!("{name}[{index}]"))?);
+    }
+    Ok(items)
+}
+
+fn type_name(ob: &Bound<'_, PyAny>) -> String {
+    ob.get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+/// A batch's results as a Python list: each result converted by `conv`, each error an
+/// exception instance (as redis-py pipelines give with `raise_on_error=False`).
+fn batch_list<T>(
+    py: Python<'_>,
+    results: Vec<statestore::Result<T>>,
+    conv: impl Fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let items = results
+        .into_iter()
+        .map(|result| match result {
+            Ok(value) => conv(py, value),
+            Err(error) => Ok(crate::errors::to_py(py, &error).into_value(py).into_any()),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, items)?.into_any().unbind())
+}
+
+fn conv_set(py: Python<'_>, r: statestore::SetResult) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(
+        py,
+        SetResult {
+            applied: r.applied,
+            version: r.version.map(Version),
+        },
+    )?
+    .into_any())
+}
+
+fn conv_value(
+    py: Python<'_>,
+    value: Option<statestore::Value>,
+    decode: bool,
+) -> PyResult<Py<PyAny>> {
+    match value {
+        None => Ok(py.None()),
+        Some(v) => Ok(Py::new(
+            py,
+            Value {
+                value: out_bytes(py, &v.value, decode)?,
+                version: v.version.map(Version),
+            },
+        )?
+        .into_any()),
+    }
 }
 
 fn conv_delete(py: Python<'_>, r: statestore::DeleteResult) -> PyResult<Py<PyAny>> {

@@ -20,7 +20,10 @@ from typing import (
     Coroutine,
     Dict,
     Generic,
+    Iterable,
+    List,
     Literal,
+    Mapping,
     Optional,
     Protocol,
     Tuple,
@@ -33,6 +36,7 @@ from typing import (
 
 from . import _native
 from ._aio import wait
+from ._errors import StateStoreError
 from ._lifecycle import track
 from ._native import AcquireResult, DeleteResult, Loss, SetResult, Value, Version
 from ._timing import Seconds
@@ -55,6 +59,8 @@ _N = TypeVar("_N")
 _RB = TypeVar("_RB")
 _RS = TypeVar("_RS")
 _W = TypeVar("_W")
+#: The key type of a mapping given to ``set_many`` (mappings are invariant in their keys).
+_K = TypeVar("_K", bound=Union[str, bytes, bytearray, memoryview])
 #: What a client returns for keys, values and names: ``bytes``, or ``str`` when connected with
 #: ``decode_responses=True`` (``Client[bytes]`` / ``Client[str]``; a bare ``Client`` is
 #: ``Client[bytes]``, as ``connect()`` gives). The default needs typing_extensions, which only
@@ -112,6 +118,7 @@ class ConnectOptions(TypedDict, total=False):
     reconnect_max_attempts: Optional[int]
     reconnect_max_elapsed: Optional[Seconds]
     max_packet_size: Optional[int]
+    max_in_flight: Optional[int]
 
 
 class EnvOptions(ConnectOptions, total=False):
@@ -477,6 +484,46 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
     ) -> _native.Operation[DeleteResult]:
         """Deletes ``key`` only if it holds ``value``."""
         return self._native.vdel(key, value, fencing_token, timeout)
+
+    @operation
+    def get_many(
+        self, keys: Iterable[BytesLike], *, timeout: Optional[Seconds] = None
+    ) -> _native.Operation[List[Union[Optional[Value[_V]], StateStoreError]]]:
+        """The values of ``keys``: a list in the order of ``keys``, one item per key (a
+        duplicate is read each time): its ``Value``, ``None`` if absent, or the exception
+        instance of its failure (returned, not raised, as redis-py pipelines do with
+        ``raise_on_error=False``). Client-side pipelining (the protocol has no multi-key
+        command): up to ``max_in_flight`` GETs in flight, one round trip into the library for
+        the whole batch. An invalid key raises ``InvalidArgumentError`` naming it, and nothing
+        is sent. ``timeout`` is each GET's."""
+        return self._native.get_many(keys, timeout)
+
+    @operation
+    def set_many(
+        self,
+        items: Union[Mapping[_K, BytesLike], Iterable[Tuple[BytesLike, BytesLike]]],
+        *,
+        condition: Union[Condition, _ConditionName] = Condition.ALWAYS,
+        expiry: Optional[Seconds] = None,
+        fencing_token: Optional[Version] = None,
+        persist: bool = False,
+        timeout: Optional[Seconds] = None,
+    ) -> _native.Operation[List[Union[SetResult, StateStoreError]]]:
+        """Sets each ``(key, value)`` of ``items`` (pairs, or a mapping) with the options of
+        ``set``, applied to each: a list in the order of ``items`` with each item's
+        ``SetResult`` or the exception instance of its failure (e.g. a fencing token too old
+        for that key). Pipelined and checked before sending as ``get_many``."""
+        pairs = items.items() if isinstance(items, Mapping) else items
+        return self._native.set_many(pairs, condition_name(condition), expiry, fencing_token, persist, timeout)
+
+    @operation
+    def delete_many(
+        self, keys: Iterable[BytesLike], *, fencing_token: Optional[Version] = None, timeout: Optional[Seconds] = None
+    ) -> _native.Operation[List[Union[DeleteResult, StateStoreError]]]:
+        """Deletes each of ``keys``: a list in the order of ``keys`` with each key's
+        ``DeleteResult`` or the exception instance of its failure. Pipelined and checked
+        before sending as ``get_many``."""
+        return self._native.delete_many(keys, fencing_token, timeout)
 
     @operation
     def unobserve(self, key: BytesLike) -> _native.Operation[None]:

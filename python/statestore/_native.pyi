@@ -2,7 +2,9 @@
 import asyncio
 import os
 from typing_extensions import TypeVar as TypeVar2
-from typing import Any, Callable, Dict, Final, Generic, List, Literal, Mapping, Optional, Tuple, TypeVar, Union, final, overload
+from typing import Any, Callable, Dict, Final, Generic, Iterable, List, Literal, Mapping, Optional, Tuple, TypeVar, Union, final, overload
+
+from ._errors import StateStoreError
 
 _T = TypeVar("_T")
 #: What the client returns for keys, values and names: ``bytes``, or ``str`` on a client
@@ -257,6 +259,21 @@ class Client(Generic[_V]):
         fencing_token: Optional[Union[Version, str]] = None,
         timeout: Optional[_Secs] = None,
     ) -> Operation[DeleteResult]: ...
+    def get_many(
+        self, keys: Iterable[_Bytes], timeout: Optional[_Secs] = None
+    ) -> Operation[List[Union[Optional[Value[_V]], StateStoreError]]]: ...
+    def set_many(
+        self,
+        items: Iterable[Tuple[_Bytes, _Bytes]],
+        condition: _Condition = "always",
+        expiry: Optional[_Secs] = None,
+        fencing_token: Optional[Union[Version, str]] = None,
+        persist: bool = False,
+        timeout: Optional[_Secs] = None,
+    ) -> Operation[List[Union[SetResult, StateStoreError]]]: ...
+    def delete_many(
+        self, keys: Iterable[_Bytes], fencing_token: Optional[Union[Version, str]] = None, timeout: Optional[_Secs] = None
+    ) -> Operation[List[Union[DeleteResult, StateStoreError]]]: ...
     def keys(self, pattern: _Bytes) -> KeyPager[_V]:
         """Pager over SCAN; patterns in the service's dialect (``[!0-9]`` negates, no backslash escape)."""
     def observe(self, key: _Bytes) -> Operation[Observation[_V]]: ...

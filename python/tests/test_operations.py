@@ -396,3 +396,46 @@ async def test_async_text_that_is_not_unicode_is_refused(
         await aclient.set(key, "v", fencing_token="1:0:n" + bad)
     with pytest.raises(statestore.InvalidArgumentError, match="host.*not valid Unicode"):
         await statestore.AsyncClient.connect(bad, server.port)
+
+
+def test_batches_give_one_result_per_key_in_order(client: Client, key: str) -> None:
+    written = client.set_many({key + "/a": "1", key + "/b": b"2"})
+    assert [w.applied for w in written if isinstance(w, statestore.SetResult)] == [True, True]
+    values = client.get_many([key + "/b", key + "/none", key + "/a", key + "/b"])
+    assert [None if v is None or isinstance(v, Exception) else v.value for v in values] == [b"2", None, b"1", b"2"]
+    deleted = client.delete_many((k for k in [key + "/a", key + "/none"]))
+    assert [d.outcome for d in deleted if isinstance(d, statestore.DeleteResult)] == ["deleted", "not_found"]
+    assert client.get_many([]) == [] and client.set_many([]) == [] and client.delete_many([]) == []
+
+
+def test_a_refused_key_is_an_exception_instance_in_the_list(client: Client, key: str) -> None:
+    token = client.set(key + "/lock", "me").version
+    assert token is not None
+    client.set(key + "/fenced", "v1", fencing_token=token)
+    older = Version("000000000000001:00000:x")
+    results = client.set_many([(key + "/free", "x"), (key + "/fenced", "x")], fencing_token=older)
+    assert isinstance(results[0], statestore.SetResult) and results[0].applied
+    assert isinstance(results[1], statestore.FencingTokenLowerVersionError)
+    assert isinstance(results[1], statestore.StateStoreError)
+
+
+async def test_async_batches(aclient: AsyncClient, key: str) -> None:
+    await aclient.set_many([(key, "v")])
+    [value] = await aclient.get_many([key])
+    assert value is not None and not isinstance(value, Exception) and value.value == b"v"
+    [deleted] = await aclient.delete_many([key])
+    assert isinstance(deleted, statestore.DeleteResult) and deleted.deleted
+
+
+def test_batch_arguments_are_checked_naming_the_item(client: Client, key: str) -> None:
+    with pytest.raises(TypeError, match="argument 'keys': expected an iterable"):
+        client.get_many(key)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="argument 'keys': expected an iterable"):
+        client.delete_many(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"argument 'keys\[1\]'"):
+        client.get_many([key, 5])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"argument 'items\[1\]': expected a \(key, value\) pair"):
+        client.set_many([(key, "v"), key])  # type: ignore[list-item]
+    with pytest.raises(statestore.InvalidArgumentError, match="batch item 1 .*the key is empty"):
+        client.set_many([(key, "v"), ("", "v")])
+    assert client.get(key) is None, "nothing was sent"

@@ -29,7 +29,24 @@ KEY_ARGS = {
     "key": {"set", "get", "delete", "vdel", "observe", "unobserve", "update", "lease", "election"},
     "name": {"lock", "try_lock", "lock_holder", "update"},
     "pattern": {"keys"},
+    "keys": {"get_many", "delete_many"},
+    "items": {"set_many"},
 }
+
+
+def list_items(v: Any) -> List[Any]:
+    """A list form: ``[...]``, ``{"numbered": P, "count": N}`` or ``{"each": E, "count": N}``."""
+    if isinstance(v, list):
+        return v
+    if isinstance(v, dict) and "numbered" in v:
+        return [f"{v['numbered']}{i}" for i in range(v["count"])]
+    if isinstance(v, dict) and "each" in v:
+        return [v["each"]] * v["count"]
+    raise StepFailed(f"not a list form: {v!r}")
+
+
+def is_list_form(v: Any) -> bool:
+    return isinstance(v, list) or (isinstance(v, dict) and ("numbered" in v or "each" in v))
 
 
 class StepFailed(Exception):
@@ -75,6 +92,9 @@ class Runner:
                     raise StepFailed(f"variable {v['var']!r} is not set")
                 return self.vars[v["var"]]
         raise StepFailed(f"not a byte string form: {v!r}")
+
+    def prefixed(self, raw: bytes) -> bytes:
+        return self.prefix + raw if raw != b"" else raw
 
     def keyed(self, op: str, arg: str, v: Any) -> bytes:
         raw = self.data(v)
@@ -184,6 +204,8 @@ class Runner:
             else:
                 res = await r(c.vdel(k("key"), self.data(a["value"]), fencing_token=token, timeout=opt_secs("timeout_ms")))
             return {"outcome": res.outcome, "version": ver(res.version)}
+        if op in ("get_many", "set_many", "delete_many"):
+            return await self.batch(op, c, a)
         if op == "keys":
             it = c.keys(k("pattern"))
             found = [x async for x in it] if self.flavour == "async" else list(it)
@@ -285,6 +307,39 @@ class Runner:
             return {}
         raise StepFailed(f"unknown op {op!r}")
 
+    async def batch(self, op: str, c: Any, a: Dict[str, Any]) -> Dict[str, Any]:
+        token = self.token(a["fencing_token"]) if "fencing_token" in a else None
+        timeout = secs(a["timeout_ms"]) if "timeout_ms" in a else None
+        if op == "set_many":
+            items = [
+                (self.prefixed(self.data(i)), self.data(i)) if isinstance(i, str) else (self.prefixed(self.data(i[0])), self.data(i[1]))
+                for i in list_items(a["items"])
+            ]
+            results = await r(
+                c.set_many(
+                    items,
+                    condition=a.get("condition", "always"),
+                    expiry=secs(a["expiry_ms"]) if "expiry_ms" in a else None,
+                    fencing_token=token,
+                    persist=a.get("persist", False),
+                    timeout=timeout,
+                )
+            )
+            name, value = "applied", lambda x: x.applied
+        else:
+            keys = [self.prefixed(self.data(key)) for key in list_items(a["keys"])]
+            if op == "get_many":
+                results = await r(c.get_many(keys, timeout=timeout))
+                name, value = "values", lambda x: None if x is None else x.value
+            else:
+                results = await r(c.delete_many(keys, fencing_token=token, timeout=timeout))
+                name, value = "outcomes", lambda x: x.outcome
+        failed = [isinstance(x, statestore.StateStoreError) for x in results]
+        return {
+            name: [None if f else value(x) for f, x in zip(failed, results)],
+            "errors": [x.name if f else None for f, x in zip(failed, results)],
+        }
+
     # -- expectations
 
     def matches(self, field: str, expected: Any, actual: Any) -> bool:
@@ -292,9 +347,10 @@ class Runner:
             return actual is None
         if isinstance(expected, bool):
             return actual is expected
-        if isinstance(expected, list):
-            return isinstance(actual, list) and len(actual) == len(expected) and all(
-                _bytes(self.data(e)) == x for e, x in zip(expected, actual)
+        if is_list_form(expected):
+            want = list_items(expected)
+            return isinstance(actual, list) and len(actual) == len(want) and all(
+                self.matches(field, e, x) for e, x in zip(want, actual)
             )
         if isinstance(expected, dict) and "present" in expected:
             return (actual is not None) == bool(expected["present"])

@@ -659,6 +659,155 @@ static const char *reason_name(int32_t r) {
     type *var = find(arg_str(step, argname), kind);                            \
     if (!var) return fail("no %s named %s", argname, arg_str(step, argname))
 
+/* The options of a set or set_many step; `*token` (to free) holds the fencing token, `*named` the
+ * status of the condition's name. */
+static bool set_options_of(const cJSON *step, statestore_set_options *so, char **token, statestore_status *named) {
+    if (!resolve_text(cJSON_GetObjectItemCaseSensitive(step, "fencing_token"), token)) return false;
+    memset(so, 0, sizeof *so);
+    /* The library's own names: an unknown one fails as it does in every language. */
+    const char *cond = arg_str(step, "condition");
+    statestore_condition condition = STATESTORE_SET_ALWAYS;
+    *named = cond[0] ? statestore_condition_from_name(cond, &condition) : STATESTORE_OK;
+    so->condition = condition;
+    so->has_expiry = has(step, "expiry_ms");
+    so->expiry_ms = (uint64_t)arg_int(step, "expiry_ms", 0);
+    so->fencing_token = *token;
+    so->persist = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(step, "persist"));
+    so->has_timeout = has(step, "timeout_ms");
+    so->timeout_ms = (uint64_t)arg_int(step, "timeout_ms", 0);
+    return true;
+}
+
+/* A list form ([...], {"numbered": P, "count": N}, {"each": E, "count": N}) as a new array to
+ * delete, or NULL when `j` is none. */
+static cJSON *list_form(const cJSON *j) {
+    if (cJSON_IsArray(j)) return cJSON_Duplicate(j, true);
+    if (!cJSON_IsObject(j)) return NULL;
+    const cJSON *count = cJSON_GetObjectItemCaseSensitive(j, "count");
+    const cJSON *numbered = cJSON_GetObjectItemCaseSensitive(j, "numbered");
+    const cJSON *each = cJSON_GetObjectItemCaseSensitive(j, "each");
+    if (!cJSON_IsNumber(count) || (!cJSON_IsString(numbered) && !each)) return NULL;
+    cJSON *list = cJSON_CreateArray();
+    for (int i = 0; i < count->valueint; i++) {
+        if (each) {
+            cJSON_AddItemToArray(list, cJSON_Duplicate(each, true));
+        } else {
+            char text[256];
+            snprintf(text, sizeof text, "%s%d", numbered->valuestring, i);
+            cJSON_AddItemToArray(list, cJSON_CreateString(text));
+        }
+    }
+    return list;
+}
+
+/* The keys (a list form) of the batch argument `name`, each with the scenario's prefix (not on
+ * empty keys), and, for the pairs of set_many, the values (`values` not NULL). */
+typedef struct {
+    statestore_bytes *keys, *values;
+    bytes *owned;
+    size_t count, nowned;
+} batch_args;
+
+static void batch_free(batch_args *b) {
+    for (size_t i = 0; i < b->nowned; i++) bytes_free(&b->owned[i]);
+    free(b->owned);
+    free(b->keys);
+    free(b->values);
+}
+
+static bool batch_arg(const cJSON *step, const char *name, bool pairs, batch_args *b) {
+    memset(b, 0, sizeof *b);
+    cJSON *list = list_form(cJSON_GetObjectItemCaseSensitive(step, name));
+    if (!list) return fail("%s is not a list form", name);
+    b->count = (size_t)cJSON_GetArraySize(list);
+    b->keys = calloc(b->count + 1, sizeof *b->keys);
+    b->values = pairs ? calloc(b->count + 1, sizeof *b->values) : NULL;
+    b->owned = calloc(2 * b->count + 1, sizeof *b->owned);
+    bool ok = true;
+    for (size_t i = 0; ok && i < b->count; i++) {
+        const cJSON *item = cJSON_GetArrayItem(list, (int)i);
+        const cJSON *k = pairs && cJSON_IsArray(item) ? cJSON_GetArrayItem(item, 0) : item;
+        const cJSON *v = pairs && cJSON_IsArray(item) ? cJSON_GetArrayItem(item, 1) : item;
+        bytes *key = &b->owned[b->nowned++];
+        ok = resolve_bytes(k, key);
+        if (ok && key->len > 0) {
+            uint8_t *d = malloc(prefix_len + key->len);
+            memcpy(d, prefix, prefix_len);
+            memcpy(d + prefix_len, key->data, key->len);
+            free(key->data);
+            key->data = d;
+            key->len += prefix_len;
+        }
+        if (ok) b->keys[i] = (statestore_bytes){key->data, key->len};
+        if (ok && pairs) {
+            bytes *value = &b->owned[b->nowned++];
+            ok = resolve_bytes(v, value);
+            if (ok) b->values[i] = (statestore_bytes){value->data, value->len};
+        }
+    }
+    cJSON_Delete(list);
+    return ok;
+}
+
+/* A batch's result fields: `name` with each item's value (`value` of it; null when it
+ * failed) and `errors` with each failed item's status name. */
+#define BATCH_JSON(result, name, value)                                                          \
+    do {                                                                                         \
+        cJSON *values_ = cJSON_CreateArray(), *errors_ = cJSON_CreateArray();                    \
+        for (size_t i_ = 0; i_ < (result)->count; i_++) {                                        \
+            const __typeof__((result)->items[0]) *it = &(result)->items[i_];                     \
+            bool ok_ = it->status == STATESTORE_OK;                                              \
+            cJSON_AddItemToArray(values_, ok_ ? (value) : cJSON_CreateNull());                   \
+            cJSON_AddItemToArray(errors_, ok_ ? cJSON_CreateNull()                               \
+                                              : cJSON_CreateString(statestore_status_name(it->status))); \
+        }                                                                                        \
+        batch_json_ = cJSON_CreateObject();                                                      \
+        cJSON_AddItemToObject(batch_json_, name, values_);                                       \
+        cJSON_AddItemToObject(batch_json_, "errors", errors_);                                   \
+    } while (0)
+
+static cJSON *get_many_json(const statestore_get_many_result *r) {
+    cJSON *batch_json_;
+    BATCH_JSON(r, "values", it->found ? json_bytes(it->value.data, it->value.len) : cJSON_CreateNull());
+    return batch_json_;
+}
+static cJSON *set_many_json(const statestore_set_many_result *r) {
+    cJSON *batch_json_;
+    BATCH_JSON(r, "applied", cJSON_CreateBool(it->result.applied));
+    return batch_json_;
+}
+static cJSON *delete_many_json(const statestore_delete_many_result *r) {
+    cJSON *batch_json_;
+    BATCH_JSON(r, "outcomes", cJSON_CreateString(outcome_name(it->result.outcome)));
+    return batch_json_;
+}
+static void on_get_many(void *u, statestore_status st, const char *m, const statestore_get_many_result *r) {
+    complete(u, st, m, r ? get_many_json(r) : NULL, NULL);
+}
+static void on_set_many(void *u, statestore_status st, const char *m, const statestore_set_many_result *r) {
+    complete(u, st, m, r ? set_many_json(r) : NULL, NULL);
+}
+static void on_delete_many(void *u, statestore_status st, const char *m, const statestore_delete_many_result *r) {
+    complete(u, st, m, r ? delete_many_json(r) : NULL, NULL);
+}
+
+/* Runs a batch call: `_async` (then waits) or blocking, the result converted by `json`. */
+#define RUN_BATCH(o, r, type, blocking, async, json)                                     \
+    do {                                                                                 \
+        if (async_flavour) {                                                             \
+            waiter w;                                                                    \
+            waiter_init(&w);                                                             \
+            statestore_status st = wait_for(&w, async);                                  \
+            from_waiter(o, &w, st);                                                      \
+            if (st == STATESTORE_OK) { cJSON_Delete(r); (o)->result = w.result; }        \
+        } else {                                                                         \
+            type *res = NULL;                                                            \
+            set_status(o, blocking);                                                     \
+            if (res) { cJSON_Delete(r); (o)->result = json(res); }                       \
+            type##_free(res);                                                            \
+        }                                                                                \
+    } while (0)
+
 static bool run_op(const char *op, const cJSON *step, outcome *o) {
     bytes key = {0}, value = {0};
     bool ok = true;
@@ -692,21 +841,10 @@ static bool run_op(const char *op, const cJSON *step, outcome *o) {
     } else if (!strcmp(op, "set")) {
         CLIENT_ARG(c);
         char *token = NULL;
-        if (!arg_bytes(step, op, "key", &key) || !arg_bytes(step, op, "value", &value) ||
-            !resolve_text(cJSON_GetObjectItemCaseSensitive(step, "fencing_token"), &token))
-            return false;
-        statestore_set_options so = {0};
-        /* The library's own names: an unknown one fails as it does in every language. */
-        const char *cond = arg_str(step, "condition");
-        statestore_condition condition = STATESTORE_SET_ALWAYS;
-        statestore_status named = cond[0] ? statestore_condition_from_name(cond, &condition) : STATESTORE_OK;
-        so.condition = condition;
-        so.has_expiry = has(step, "expiry_ms");
-        so.expiry_ms = (uint64_t)arg_int(step, "expiry_ms", 0);
-        so.fencing_token = token;
-        so.persist = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(step, "persist"));
-        so.has_timeout = has(step, "timeout_ms");
-        so.timeout_ms = (uint64_t)arg_int(step, "timeout_ms", 0);
+        if (!arg_bytes(step, op, "key", &key) || !arg_bytes(step, op, "value", &value)) return false;
+        statestore_set_options so;
+        statestore_status named;
+        if (!set_options_of(step, &so, &token, &named)) return false;
         if (named != STATESTORE_OK) {
             set_status(o, named);
         } else if (async_flavour) {
@@ -741,6 +879,36 @@ static bool run_op(const char *op, const cJSON *step, outcome *o) {
             if (o->status == STATESTORE_OK) { cJSON_Delete(r); o->result = value_json(v); }
             statestore_value_free(v);
         }
+    } else if (!strcmp(op, "get_many") || !strcmp(op, "delete_many") || !strcmp(op, "set_many")) {
+        CLIENT_ARG(c);
+        batch_args b;
+        bool set = !strcmp(op, "set_many");
+        if (!batch_arg(step, set ? "items" : "keys", set, &b)) {
+            batch_free(&b);
+            return false;
+        }
+        char *token = NULL;
+        if (set) {
+            statestore_set_options so;
+            statestore_status named;
+            if (!set_options_of(step, &so, &token, &named)) ok = false;
+            else if (named != STATESTORE_OK) set_status(o, named);
+            else
+                RUN_BATCH(o, r, statestore_set_many_result, statestore_set_many(c, b.keys, b.values, b.count, &so, &res),
+                          statestore_set_many_async(c, b.keys, b.values, b.count, &so, on_set_many, &w), set_many_json);
+        } else if (!strcmp(op, "get_many")) {
+            int64_t timeout = arg_int(step, "timeout_ms", -1);
+            RUN_BATCH(o, r, statestore_get_many_result, statestore_get_many(c, b.keys, b.count, timeout, &res),
+                      statestore_get_many_async(c, b.keys, b.count, timeout, on_get_many, &w), get_many_json);
+        } else if (!resolve_text(cJSON_GetObjectItemCaseSensitive(step, "fencing_token"), &token)) {
+            ok = false;
+        } else {
+            statestore_delete_options d = {token, has(step, "timeout_ms"), (uint64_t)arg_int(step, "timeout_ms", 0)};
+            RUN_BATCH(o, r, statestore_delete_many_result, statestore_delete_many(c, b.keys, b.count, &d, &res),
+                      statestore_delete_many_async(c, b.keys, b.count, &d, on_delete_many, &w), delete_many_json);
+        }
+        free(token);
+        batch_free(&b);
     } else if (!strcmp(op, "delete") || !strcmp(op, "vdel")) {
         CLIENT_ARG(c);
         bool vdel = !strcmp(op, "vdel");
@@ -1060,11 +1228,13 @@ static bool is_null(const cJSON *j) { return j == NULL || cJSON_IsNull(j); }
 static bool matches(const cJSON *expected, const cJSON *actual) {
     if (cJSON_IsNull(expected)) return is_null(actual);
     if (cJSON_IsBool(expected)) return cJSON_IsBool(actual) && cJSON_IsTrue(expected) == cJSON_IsTrue(actual);
-    if (cJSON_IsArray(expected)) {
-        if (!cJSON_IsArray(actual) || cJSON_GetArraySize(expected) != cJSON_GetArraySize(actual)) return false;
-        for (int i = 0; i < cJSON_GetArraySize(expected); i++)
-            if (!matches(cJSON_GetArrayItem(expected, i), cJSON_GetArrayItem(actual, i))) return false;
-        return true;
+    cJSON *list = list_form(expected);
+    if (list) {
+        bool same = cJSON_IsArray(actual) && cJSON_GetArraySize(list) == cJSON_GetArraySize(actual);
+        for (int i = 0; same && i < cJSON_GetArraySize(list); i++)
+            same = matches(cJSON_GetArrayItem(list, i), cJSON_GetArrayItem(actual, i));
+        cJSON_Delete(list);
+        return same;
     }
     const cJSON *v;
     if (cJSON_IsObject(expected) && (v = cJSON_GetObjectItemCaseSensitive(expected, "present")))

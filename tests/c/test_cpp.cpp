@@ -74,6 +74,25 @@ int main() {
             CHECK(std::string(e.what()).find("Do-Not-Print-Me") == std::string::npos);
         }
 
+        // batches: one Result per key in order, a failed key's Error in its place
+        auto ka = key("batch-a"), kb = key("batch-b"), lockk = key("batch-lock"), fenced = key("batch-fenced");
+        auto written = client.set_many({{ka, "1"}, {kb, "2"}});
+        CHECK(written.size() == 2 && written[0].ok() && written[1].value().applied);
+        auto read = client.get_many({kb, key("batch-none"), ka});
+        CHECK(read.size() == 3 && read[0].value()->data == "2" && !read[1].value() && read[2].value()->data == "1");
+        auto older = client.set(lockk, "me").version, newer = client.set(lockk, "me").version;
+        statestore::SetOptions with_newer, with_older;
+        with_newer.fencing_token = newer;
+        with_older.fencing_token = older;
+        client.set(fenced, "v1", with_newer);
+        auto mixed = client.set_many({{key("batch-free"), "x"}, {fenced, "x"}}, with_older);
+        CHECK(mixed[0].ok() && mixed[1].error() && mixed[1].error()->code() == STATESTORE_ERR_FENCING_TOKEN_LOWER_VERSION);
+        std::promise<std::vector<statestore::Result<statestore::DeleteResult>>> batch_deleted;
+        client.delete_many_async({ka, kb}, {}, [&](auto r) { batch_deleted.set_value(r.take()); });
+        auto outcomes = batch_deleted.get_future().get();
+        CHECK(outcomes.size() == 2 && outcomes[0].value().outcome == statestore::DeleteOutcome::Deleted);
+        CHECK(client.get_many({}).empty());
+
         // errors are exceptions with the code
         try {
             client.get("");

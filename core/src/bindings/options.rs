@@ -276,6 +276,14 @@ pub static CONNECT_OPTIONS: &[OptionSpec] = &[
         "268435455",
         "Largest MQTT packet the client accepts (at least 1024)."
     ),
+    spec!(
+        "max_in_flight",
+        "maxInFlight",
+        None,
+        Int,
+        "64",
+        "Requests of one batch (get_many, set_many, delete_many) in flight at once (1 to 65535)."
+    ),
 ];
 
 impl OptionSpec {
@@ -495,6 +503,15 @@ impl ConnectOptions {
                     _ => defaults.max_packet_size,
                 }
             }
+            "max_in_flight" => {
+                self.max_in_flight = match value {
+                    Typed::Number(n) => match usize::try_from(n) {
+                        Ok(limit) => limit,
+                        Err(_) => return invalid(name, format!("out of range: {n}")),
+                    },
+                    _ => defaults.max_in_flight,
+                }
+            }
             other => return invalid(other, "not settable by name"),
         }
         Ok(())
@@ -569,6 +586,19 @@ mod tests {
         assert!(!o.clean_start);
         o.set_option("port", OptionValue::None).unwrap();
         assert_eq!(o.port, 1883);
+    }
+
+    #[test]
+    fn max_in_flight_is_set_by_name_and_checked_by_validate() {
+        let mut o = ConnectOptions::new("h", 1);
+        o.set_option("maxInFlight", OptionValue::Str("8".into()))
+            .unwrap();
+        assert_eq!(o.max_in_flight, 8);
+        o.set_option("max_in_flight", OptionValue::Int(0)).unwrap();
+        let err = o.validate().unwrap_err();
+        assert!(err.to_string().contains("max_in_flight"), "{err}");
+        o.set_option("max_in_flight", OptionValue::None).unwrap();
+        assert_eq!(o.max_in_flight, crate::client::DEFAULT_MAX_IN_FLIGHT);
     }
 
     #[test]

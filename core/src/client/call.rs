@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use rumqttc::v5::mqttbytes::v5::PublishProperties;
 use rumqttc::v5::mqttbytes::QoS;
 
 use super::envelope::{self, RequestMeta};
-use super::in_flight::Reply;
+use super::in_flight::{Reply, CORRELATION_LEN};
 use super::shared::Shared;
 use super::types::Value;
 use super::validate;
@@ -36,13 +37,56 @@ pub(crate) struct Answer {
 impl Shared {
     /// Sends `invocation` and waits for its response, at most the invocation's timeout.
     pub(crate) async fn call(&self, invocation: Invocation<'_>) -> Result<Answer> {
+        let payload = invocation.request.encode();
+        self.call_encoded(&invocation, &payload).await
+    }
+
+    /// [`Shared::call`] with the request already encoded as `payload`.
+    pub(crate) async fn call_encoded(
+        &self,
+        invocation: &Invocation<'_>,
+        payload: &Bytes,
+    ) -> Result<Answer> {
         crate::runtime::ensure_created_here(self.pid, "client")?;
         let timeout = validate::timeout(invocation.timeout.unwrap_or(self.default_timeout))?;
-        let payload = invocation.request.encode();
-        match tokio::time::timeout(timeout, self.attempts(&invocation, &payload, timeout)).await {
+        match tokio::time::timeout(timeout, self.attempts(invocation, payload, timeout)).await {
             Ok(result) => result,
             Err(_) => Err(Error::Timeout(timeout)),
         }
+    }
+
+    /// Fails as [`Shared::call`] would for a request larger than the broker's maximum packet
+    /// size, without sending it: a batch checks every request before it sends the first.
+    pub(crate) fn check_size(&self, invocation: &Invocation<'_>, payload: &Bytes) -> Result<()> {
+        let timeout = invocation.timeout.unwrap_or(self.default_timeout);
+        // The correlation data's length is fixed; the clock's current reading is as long as
+        // the timestamp that will be sent, to within a digit of its counter.
+        let correlation = Bytes::from_static(&[0; CORRELATION_LEN]);
+        let properties = self.properties(invocation, correlation, &self.clock.current(), timeout);
+        validate::packet_size(
+            envelope::request_packet_size(&properties, payload.len()),
+            self.broker_max_packet(),
+        )
+    }
+
+    fn properties(
+        &self,
+        invocation: &Invocation<'_>,
+        correlation: Bytes,
+        timestamp: &Hlc,
+        timeout: Duration,
+    ) -> PublishProperties {
+        envelope::request_properties(
+            &self.client_id,
+            &self.response_topic,
+            RequestMeta {
+                correlation,
+                timestamp,
+                fencing_token: invocation.fencing_token,
+                persist: invocation.persist,
+                timeout,
+            },
+        )
     }
 
     async fn attempts(
@@ -55,17 +99,8 @@ impl Shared {
             self.wait_ready().await?;
             let (guard, reply) = self.in_flight.register()?;
             let timestamp = self.clock.next()?;
-            let properties = envelope::request_properties(
-                &self.client_id,
-                &self.response_topic,
-                RequestMeta {
-                    correlation: guard.correlation_data(),
-                    timestamp: &timestamp,
-                    fencing_token: invocation.fencing_token,
-                    persist: invocation.persist,
-                    timeout,
-                },
-            );
+            let properties =
+                self.properties(invocation, guard.correlation_data(), &timestamp, timeout);
             validate::packet_size(
                 envelope::request_packet_size(&properties, payload.len()),
                 self.broker_max_packet(),

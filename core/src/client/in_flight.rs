@@ -163,6 +163,9 @@ impl InFlight {
 }
 
 /// Unregisters its request when dropped.
+/// The length of a request's correlation data.
+pub(crate) const CORRELATION_LEN: usize = std::mem::size_of::<Correlation>();
+
 pub(crate) struct InFlightGuard<'a> {
     map: &'a InFlight,
     correlation: Correlation,

@@ -2,6 +2,7 @@
 
 mod backlog;
 mod backoff;
+mod batch;
 mod call;
 mod connect_error;
 mod connection;
@@ -33,8 +34,8 @@ pub use backlog::LIMIT as OBSERVATION_QUEUE_LIMIT;
 pub use connection::{ConnectionEvent, ConnectionEvents, ConnectionState};
 pub use observe::Observation;
 pub use options::{
-    Authentication, ConnectOptions, ReconnectPolicy, TlsOptions, DEFAULT_TIMEOUT,
-    DEFAULT_TOKEN_CHECK_INTERVAL, MQTT_MAX_PACKET_SIZE,
+    Authentication, ConnectOptions, ReconnectPolicy, TlsOptions, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_TIMEOUT, DEFAULT_TOKEN_CHECK_INTERVAL, MQTT_MAX_PACKET_SIZE,
 };
 pub use scan::Keys;
 // Every public type of an operation (options, results) is in `types`; the glob carries a new one
@@ -43,7 +44,7 @@ pub use types::*;
 
 use crate::protocol::{Request, Response, SetFlags};
 use crate::{Error, Result};
-use call::{invoke_get, unexpected, value_of, Invocation};
+use call::{invoke_get, unexpected, value_of, Answer, Invocation};
 use event_loop::EventLoopTask;
 use shared::{ClientInner, LinkState, Shared};
 
@@ -205,6 +206,7 @@ impl Client {
             inner: Arc::new(ClientInner {
                 shared: shared.clone(),
                 tasks: Mutex::new(tasks),
+                max_in_flight: options.max_in_flight,
             }),
         };
         let mut link = shared.link.subscribe();
@@ -277,34 +279,12 @@ operations! {
     ) -> Result<SetResult> {
         let key = key.into();
         validate::key(&key)?;
-        let flags = SetFlags {
-            condition: options.condition,
-            expiry_ms: validate::expiry_ms(options.expiry)?,
-        };
         let answer = self
             .inner
             .shared
-            .call(Invocation {
-                request: Request::Set {
-                    key,
-                    value: value.into(),
-                    flags,
-                },
-                fencing_token: options.fencing_token.as_ref(),
-                persist: options.persist,
-                timeout: options.timeout,
-                idempotent: false,
-            })
+            .call(set_invocation(key, value.into(), &options)?)
             .await?;
-        let applied = match answer.response {
-            Response::Ok => true,
-            Response::Integer(-1) => false,
-            other => return Err(unexpected("SET", &other)),
-        };
-        Ok(SetResult {
-            applied,
-            version: answer.version,
-        })
+        set_result(answer)
     }
 
     /// The value of `key` and its version, or `None` if the key does not exist.
@@ -347,6 +327,66 @@ operations! {
         validate::key(&key)?;
         let value = value.into();
         self.delete_request(Request::VDel { key, value }, options)
+            .await
+    }
+
+    /// The values of `keys` (each with its version, `None` for a missing key): one result
+    /// per key, in the order of `keys`; duplicates are read once each.
+    ///
+    /// A batch is client-side: the protocol has no multi-key command, so each key is its own
+    /// GET, pipelined with up to [`ConnectOptions::max_in_flight`] in flight. A key's failure
+    /// (a timeout, a service error) is its own result's error; the call itself fails only with
+    /// [`Error::InvalidArgument`] (an empty key, a request too large for the broker: the error
+    /// names the item), in which case nothing was sent. Each GET has the client's default
+    /// timeout. An empty batch sends nothing and returns an empty list.
+    pub async fn get_many(
+        &self,
+        keys: impl IntoIterator<Item = impl Into<Bytes>>,
+    ) -> Result<Vec<Result<Option<Value>>>> {
+        self.get_many_with_timeout(keys, None).await
+    }
+
+    /// Like [`Client::get_many`], with the timeout of each GET (`None`: the client's default).
+    pub async fn get_many_with_timeout(
+        &self,
+        keys: impl IntoIterator<Item = impl Into<Bytes>>,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Result<Option<Value>>>> {
+        validate::optional_timeout(timeout)?;
+        let gets = keys.into_iter().map(|key| invoke_get(key.into(), timeout));
+        self.batch(gets, value_of).await
+    }
+
+    /// Sets each `(key, value)` of `items` with the same `options` (condition, expiry,
+    /// fencing token, persistence, the timeout of each SET): one result per item, in the
+    /// order of `items`. Pipelined and checked before sending as [`Client::get_many`]; a
+    /// refused item (a fencing token too old for its key) is its own result's error.
+    pub async fn set_many(
+        &self,
+        items: impl IntoIterator<Item = (impl Into<Bytes>, impl Into<Bytes>)>,
+        options: SetOptions,
+    ) -> Result<Vec<Result<SetResult>>> {
+        options.validate()?;
+        let sets = items
+            .into_iter()
+            .map(|(key, value)| set_invocation(key.into(), value.into(), &options))
+            .collect::<Result<Vec<_>>>()?;
+        self.batch(sets, set_result).await
+    }
+
+    /// Deletes each of `keys` with the same `options`: one result per key, in the order of
+    /// `keys` (a key given twice is two DELs, of which one finds it). Pipelined and checked
+    /// before sending as [`Client::get_many`].
+    pub async fn delete_many(
+        &self,
+        keys: impl IntoIterator<Item = impl Into<Bytes>>,
+        options: DeleteOptions,
+    ) -> Result<Vec<Result<DeleteResult>>> {
+        options.validate()?;
+        let deletes = keys
+            .into_iter()
+            .map(|key| delete_invocation(Request::Del { key: key.into() }, &options));
+        self.batch(deletes, |answer| delete_result("DEL", answer))
             .await
     }
 
@@ -407,24 +447,20 @@ impl Client {
         let answer = self
             .inner
             .shared
-            .call(Invocation {
-                request,
-                fencing_token: options.fencing_token.as_ref(),
-                persist: false,
-                timeout: options.timeout,
-                idempotent: false,
-            })
+            .call(delete_invocation(request, &options))
             .await?;
-        let outcome = match (&answer.response, verb) {
-            (Response::Integer(1), _) => DeleteOutcome::Deleted,
-            (Response::Integer(0), _) => DeleteOutcome::NotFound,
-            (Response::Integer(-1), "VDEL") => DeleteOutcome::ValueMismatch,
-            (other, verb) => return Err(unexpected(verb, other)),
-        };
-        Ok(DeleteResult {
-            outcome,
-            version: answer.version,
-        })
+        delete_result(verb, answer)
+    }
+
+    /// Checks every request of a batch, then sends them pipelined; see [`batch`].
+    async fn batch<'a, T>(
+        &self,
+        invocations: impl IntoIterator<Item = Invocation<'a>>,
+        answer: impl Fn(Answer) -> Result<T>,
+    ) -> Result<Vec<Result<T>>> {
+        let shared = &self.inner.shared;
+        let requests = batch::prepare(shared, invocations)?;
+        Ok(batch::run(shared, &requests, self.inner.max_in_flight, answer).await)
     }
 
     /// The keys matching a glob `pattern`, fetched page by page as they are consumed (no
@@ -465,4 +501,57 @@ impl Client {
     pub fn is_closed(&self) -> bool {
         self.inner.shared.is_closed()
     }
+}
+
+/// The SET of `key` to `value` with `options`.
+fn set_invocation(key: Bytes, value: Bytes, options: &SetOptions) -> Result<Invocation<'_>> {
+    let flags = SetFlags {
+        condition: options.condition,
+        expiry_ms: validate::expiry_ms(options.expiry)?,
+    };
+    Ok(Invocation {
+        request: Request::Set { key, value, flags },
+        fencing_token: options.fencing_token.as_ref(),
+        persist: options.persist,
+        timeout: options.timeout,
+        idempotent: false,
+    })
+}
+
+/// What a SET's answer says.
+fn set_result(answer: Answer) -> Result<SetResult> {
+    let applied = match answer.response {
+        Response::Ok => true,
+        Response::Integer(-1) => false,
+        other => return Err(unexpected("SET", &other)),
+    };
+    Ok(SetResult {
+        applied,
+        version: answer.version,
+    })
+}
+
+/// A DEL or VDEL `request` with `options`.
+fn delete_invocation(request: Request, options: &DeleteOptions) -> Invocation<'_> {
+    Invocation {
+        request,
+        fencing_token: options.fencing_token.as_ref(),
+        persist: false,
+        timeout: options.timeout,
+        idempotent: false,
+    }
+}
+
+/// What the answer to a DEL or VDEL (`verb`) says.
+fn delete_result(verb: &str, answer: Answer) -> Result<DeleteResult> {
+    let outcome = match (&answer.response, verb) {
+        (Response::Integer(1), _) => DeleteOutcome::Deleted,
+        (Response::Integer(0), _) => DeleteOutcome::NotFound,
+        (Response::Integer(-1), "VDEL") => DeleteOutcome::ValueMismatch,
+        (other, verb) => return Err(unexpected(verb, other)),
+    };
+    Ok(DeleteResult {
+        outcome,
+        version: answer.version,
+    })
 }

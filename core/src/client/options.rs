@@ -41,7 +41,17 @@ pub struct ConnectOptions {
     pub reconnect: ReconnectPolicy,
     /// The largest packet the client accepts (advertised to the broker in CONNECT).
     pub max_packet_size: u32,
+    /// How many requests of one batch ([`Client::get_many`](super::Client::get_many) and its
+    /// siblings) are in flight at once, at least 1 (default [`DEFAULT_MAX_IN_FLIGHT`]).
+    pub max_in_flight: usize,
 }
+
+/// The default [`ConnectOptions::max_in_flight`]: enough to hide the round trip of a local
+/// broker, small enough to stay within the receive maximum brokers commonly grant.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+
+/// The largest [`ConnectOptions::max_in_flight`]: MQTT's largest receive maximum.
+const MAX_IN_FLIGHT_LIMIT: usize = u16::MAX as usize;
 
 /// TLS settings. Certificates and keys are PEM files.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -238,6 +248,7 @@ impl ConnectOptions {
             default_timeout: DEFAULT_TIMEOUT,
             reconnect: ReconnectPolicy::default(),
             max_packet_size: MQTT_MAX_PACKET_SIZE,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 
@@ -295,6 +306,12 @@ impl ConnectOptions {
         self
     }
 
+    /// Sets how many requests of one batch are in flight at once.
+    pub fn max_in_flight(mut self, max_in_flight: usize) -> Self {
+        self.max_in_flight = max_in_flight;
+        self
+    }
+
     /// Checks the settings; every problem is an [`Error::InvalidArgument`] naming the field.
     pub fn validate(&self) -> Result<()> {
         let invalid = |text: String| Err(Error::InvalidArgument(text));
@@ -328,6 +345,12 @@ impl ConnectOptions {
         if self.max_packet_size < MIN_PACKET_SIZE {
             return invalid(format!(
                 "max_packet_size must be at least {MIN_PACKET_SIZE} bytes"
+            ));
+        }
+        if !(1..=MAX_IN_FLIGHT_LIMIT).contains(&self.max_in_flight) {
+            return invalid(format!(
+                "max_in_flight must be between 1 and {MAX_IN_FLIGHT_LIMIT}, got {}",
+                self.max_in_flight
             ));
         }
         if let Authentication::ServiceAccountToken { check_interval, .. } = &self.auth {

@@ -206,6 +206,8 @@ impl Shared {
 pub(crate) struct ClientInner {
     pub(crate) shared: Arc<Shared>,
     pub(crate) tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// [`ConnectOptions::max_in_flight`](super::ConnectOptions::max_in_flight).
+    pub(crate) max_in_flight: usize,
 }
 
 impl Drop for ClientInner {

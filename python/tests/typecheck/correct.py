@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import datetime
-from typing import List, Literal, Optional
+from typing import List, Literal, Optional, Union
 
 from typing_extensions import assert_type
 
@@ -28,6 +28,17 @@ def blocking(host: str, port: int) -> None:
     client.set("k", b"v", condition=Condition.NEX, fencing_token=None, persist=True, timeout=2)
     client.set("k", "v", condition="NX")
     result: DeleteResult = client.delete("k")
+    for item in client.get_many(["a", b"b"]):
+        if isinstance(item, statestore.StateStoreError):
+            print(item.code)
+        elif item is not None:
+            assert_type(item.value, bytes)
+    batch = client.set_many({"a": "1", "b": "2"}, condition="nx", expiry=5)
+    client.set_many({b"a": b"1"})
+    client.set_many([("a", "1"), (b"b", bytearray(b"2"))], fencing_token=None, timeout=2)
+    assert_type(batch, List[Union[statestore.SetResult, statestore.StateStoreError]])
+    client.delete_many(("a", "b"), fencing_token=None)
+    statestore.Client.connect(host, port, max_in_flight=16)
     assert_type(result.outcome, Literal["deleted", "not_found", "value_mismatch"])
     with client.observe("k") as changes:
         for event in changes:

@@ -26,6 +26,10 @@ def blocking(host: str, port: int) -> None:
     first: str = next(client.keys())  # mistake: keys are bytes
     if client.delete("k").outcome == "notfound":  # mistake: no such outcome
         pass
+    client.set_many([("k", "v")], condition="nxx")  # mistake: no such condition
+    for item in client.get_many(["k"]):
+        item.value  # mistake: an item may be None or an error
+    client.set_many([("k", "v", "w")])  # mistake: not a pair
     for event in client.observe("k"):
         if event.kind == "deleted":  # mistake: the kind is "delete"
             pass

@@ -114,7 +114,7 @@ static void random_calls(const statestore_client *live, long iterations) {
                                   "tls", "ca_file", "cert_file", "key_file", "username", "password",
                                   "password_file", "sat_token_file", "sat_check_interval", "default_timeout",
                                   "reconnect_initial_delay", "reconnect_max_delay", "reconnect_max_attempts",
-                                  "reconnect_max_elapsed", "max_packet_size", "nope",
+                                  "reconnect_max_elapsed", "max_packet_size", "max_in_flight", "nope",
                                   "", NULL, "keepAlive"};
     static const char *values[] = {"", "0", "-1", "1883", "65536", "10s", "250ms", "true", "maybe", "1e99",
                                    "/nonexistent/file", "18446744073709551616", NULL, "\xc3\x28"};

@@ -136,7 +136,7 @@ describe('hostile input', () => {
 
   test('connect options out of range', async () => {
     const names = ['host', 'port', 'keepAlive', 'sessionExpiry', 'defaultTimeout', 'reconnectInitialDelay', 'reconnectMaxDelay', 'reconnectMaxAttempts', 'reconnectMaxElapsed',
-      'maxPacketSize', 'clientId', 'caFile', 'username', 'password', 'passwordFile', 'satTokenFile', 'cleanStart', 'tls', 'noSuchOption']
+      'maxPacketSize', 'maxInFlight', 'clientId', 'caFile', 'username', 'password', 'passwordFile', 'satTokenFile', 'cleanStart', 'tls', 'noSuchOption']
     await fc.assert(fc.asyncProperty(fc.dictionary(fc.constantFrom(...names), fc.oneof(number, anything), { maxKeys: 3 }), async (opts) => {
       // Port 1 on loopback refuses at once; a short timeout bounds the attempt anyway.
       const result = await clear(() => Client.connect({ host: '127.0.0.1', port: 1, defaultTimeout: 1000, ...opts }))

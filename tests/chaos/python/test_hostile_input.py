@@ -127,7 +127,7 @@ def test_lock_arguments(client: Any, ttl: Any, timeout: Any, name: Any) -> None:
 @SETTINGS
 @given(options=st.dictionaries(
     st.sampled_from(["port", "keep_alive", "session_expiry", "default_timeout", "reconnect_initial_delay",
-                     "reconnect_max_delay", "reconnect_max_attempts", "reconnect_max_elapsed", "max_packet_size",
+                     "reconnect_max_delay", "reconnect_max_attempts", "reconnect_max_elapsed", "max_packet_size", "max_in_flight",
                      "client_id", "ca_file", "username",
                      "password", "password_file", "sat_token_file", "clean_start", "tls", "no_such_option"]),
     st.one_of(st.integers(min_value=-(2**40), max_value=2**40), st.floats(allow_nan=True), st.text(max_size=20),

@@ -157,13 +157,8 @@ pub fn get_fields(value: Option<statestore::Value>) -> Fields {
 
 /// The result of `delete` and `vdel`.
 pub fn delete_fields(result: &DeleteResult) -> Fields {
-    let outcome = match result.outcome {
-        DeleteOutcome::Deleted => "deleted",
-        DeleteOutcome::NotFound => "not_found",
-        DeleteOutcome::ValueMismatch => "value_mismatch",
-    };
     fields([
-        ("outcome", Val::text(outcome)),
+        ("outcome", outcome(result)),
         ("version", Val::hlc(result.version.as_ref())),
     ])
 }
@@ -175,7 +170,10 @@ pub fn keys_fields(ctx: &Ctx, keys: Vec<Bytes>) -> Result<Fields, String> {
         .map(|k| ctx.strip(k))
         .collect::<Result<Vec<_>, _>>()?;
     keys.sort();
-    Ok(fields([("keys", Val::List(keys))]))
+    Ok(fields([(
+        "keys",
+        Val::List(keys.into_iter().map(Val::Bytes).collect()),
+    )]))
 }
 
 /// An event of `next_event`.
@@ -332,4 +330,46 @@ pub fn update_fields(written: Option<Bytes>) -> Fields {
 /// A result with no fields.
 pub fn empty() -> Fields {
     Fields::new()
+}
+
+fn outcome(result: &DeleteResult) -> Val {
+    Val::text(match result.outcome {
+        DeleteOutcome::Deleted => "deleted",
+        DeleteOutcome::NotFound => "not_found",
+        DeleteOutcome::ValueMismatch => "value_mismatch",
+    })
+}
+
+/// The result of a batch: the field `name` with each key's `value` (null for a failed key),
+/// and `errors` with each failed key's code name (null for the others).
+pub fn batch_fields<T>(
+    name: &str,
+    results: Vec<Result<T, Error>>,
+    value: impl Fn(T) -> Val,
+) -> Fields {
+    let (values, errors) = results
+        .into_iter()
+        .map(|result| match result {
+            Ok(ok) => (value(ok), Val::Null),
+            Err(error) => (Val::Null, Val::text(code_name(&error))),
+        })
+        .unzip();
+    fields([(name, Val::List(values)), ("errors", Val::List(errors))])
+}
+
+/// The result of `get_many`.
+pub fn get_many_fields(results: Vec<Result<Option<statestore::Value>, Error>>) -> Fields {
+    batch_fields("values", results, |value| {
+        Val::opt_bytes(value.map(|v| v.value))
+    })
+}
+
+/// The result of `set_many`.
+pub fn set_many_fields(results: Vec<Result<SetResult, Error>>) -> Fields {
+    batch_fields("applied", results, |result| Val::Bool(result.applied))
+}
+
+/// The result of `delete_many`.
+pub fn delete_many_fields(results: Vec<Result<DeleteResult, Error>>) -> Fields {
+    batch_fields("outcomes", results, |result| outcome(&result))
 }

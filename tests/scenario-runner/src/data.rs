@@ -18,8 +18,8 @@ pub enum Val {
     Bool(bool),
     /// Bytes; text fields (versions, kinds, outcomes) are their UTF-8 bytes.
     Bytes(Bytes),
-    /// A list of byte strings (`keys`).
-    List(Vec<Bytes>),
+    /// A list (`keys`: byte strings; batch results: one value per key).
+    List(Vec<Val>),
 }
 
 impl Val {
@@ -46,8 +46,10 @@ impl std::fmt::Display for Val {
             Val::Bool(b) => write!(f, "{b}"),
             Val::Bytes(b) => f.write_str(&show_bytes(b)),
             Val::List(list) => {
-                let items: Vec<_> = list.iter().map(|b| show_bytes(b)).collect();
-                write!(f, "[{}]", items.join(", "))
+                // A batch's list may hold thousands: the first differences are enough.
+                let items: Vec<_> = list.iter().take(20).map(Val::to_string).collect();
+                let more = if list.len() > 20 { ", ..." } else { "" };
+                write!(f, "[{}{more}] ({} items)", items.join(", "), list.len())
             }
         }
     }
@@ -95,6 +97,17 @@ impl Ctx {
             prefix: Bytes::from(format!("scn-{run}/{name}/")),
             vars: HashMap::new(),
         }
+    }
+
+    /// A key with the scenario's prefix (an empty key stays empty).
+    pub fn prefixed(&self, key: Bytes) -> Bytes {
+        if key.is_empty() {
+            return key;
+        }
+        let mut prefixed = Vec::with_capacity(self.prefix.len() + key.len());
+        prefixed.extend_from_slice(&self.prefix);
+        prefixed.extend_from_slice(&key);
+        Bytes::from(prefixed)
     }
 
     /// Removes the prefix from a key of a result.
@@ -162,6 +175,27 @@ impl Ctx {
     }
 }
 
+/// The list forms: `[e1, e2, ...]`, `{"numbered": PREFIX, "count": N}` (the texts PREFIX0 to
+/// PREFIX(N-1)) and `{"each": E, "count": N}` (N times E), as JSON elements.
+pub fn list_items(json: &Value) -> Result<Vec<Value>, String> {
+    let object = match json {
+        Value::Array(items) => return Ok(items.clone()),
+        Value::Object(object) if object.len() == 2 => object,
+        other => return Err(format!("not a list form: {other}")),
+    };
+    let count = object
+        .get("count")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| format!("{json}: a list form needs a whole \"count\""))?;
+    match (object.get("numbered"), object.get("each")) {
+        (Some(Value::String(prefix)), None) => Ok((0..count)
+            .map(|i| Value::String(format!("{prefix}{i}")))
+            .collect()),
+        (None, Some(each)) => Ok((0..count).map(|_| each.clone()).collect()),
+        _ => Err(format!("not a list form: {json}")),
+    }
+}
+
 /// The arguments of one step, resolved against the scenario's context.
 pub struct Args<'a> {
     /// The step's arguments.
@@ -204,14 +238,36 @@ impl Args<'_> {
 
     /// A key-like argument, with the scenario's prefix (an empty key stays empty).
     pub fn key(&self, name: &str) -> Result<Bytes, String> {
-        let key = self.bytes(name)?;
-        if key.is_empty() {
-            return Ok(key);
-        }
-        let mut prefixed = Vec::with_capacity(self.ctx.prefix.len() + key.len());
-        prefixed.extend_from_slice(&self.ctx.prefix);
-        prefixed.extend_from_slice(&key);
-        Ok(Bytes::from(prefixed))
+        Ok(self.ctx.prefixed(self.bytes(name)?))
+    }
+
+    /// A list of key-like arguments (a list form), each with the scenario's prefix.
+    pub fn keys(&self, name: &str) -> Result<Vec<Bytes>, String> {
+        list_items(self.get(name)?)?
+            .iter()
+            .map(|item| self.ctx.bytes(item).map(|key| self.ctx.prefixed(key)))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{name:?}: {e}"))
+    }
+
+    /// The `(key, value)` pairs of `set_many`: a list of `[key, value]`, or
+    /// `{"numbered": PREFIX, "count": N}` for the pairs (PREFIXi, PREFIXi).
+    pub fn items(&self, name: &str) -> Result<Vec<(Bytes, Bytes)>, String> {
+        list_items(self.get(name)?)?
+            .iter()
+            .map(|item| {
+                let (key, value) = match item {
+                    Value::Array(pair) if pair.len() == 2 => (&pair[0], &pair[1]),
+                    text @ Value::String(_) => (text, text),
+                    other => return Err(format!("not a [key, value] pair: {other}")),
+                };
+                Ok((
+                    self.ctx.prefixed(self.ctx.bytes(key)?),
+                    self.ctx.bytes(value)?,
+                ))
+            })
+            .collect::<Result<_, String>>()
+            .map_err(|e| format!("{name:?}: {e}"))
     }
 
     /// A duration in milliseconds (`*_ms`).
@@ -267,15 +323,9 @@ pub fn matches(ctx: &Ctx, expected: &Value, actual: &Val) -> Result<(), String> 
             Val::Bool(a) if a == b => Ok(()),
             _ => fail(b.to_string()),
         },
-        Value::Array(items) => {
-            let want = items
-                .iter()
-                .map(|item| ctx.bytes(item))
-                .collect::<Result<Vec<_>, _>>()?;
-            match actual {
-                Val::List(list) if *list == want => Ok(()),
-                _ => fail(Val::List(want).to_string()),
-            }
+        Value::Array(_) => list_matches(ctx, expected, actual),
+        Value::Object(object) if object.contains_key("numbered") || object.contains_key("each") => {
+            list_matches(ctx, expected, actual)
         }
         Value::Object(object) if object.contains_key("present") => {
             let present = object
@@ -324,4 +374,25 @@ pub fn matches(ctx: &Ctx, expected: &Value, actual: &Val) -> Result<(), String> 
             }
         }
     }
+}
+
+/// Checks a list result against a list form, element by element.
+fn list_matches(ctx: &Ctx, expected: &Value, actual: &Val) -> Result<(), String> {
+    let want = list_items(expected)?;
+    let Val::List(list) = actual else {
+        return Err(format!(
+            "expected a list of {} items, got {actual}",
+            want.len()
+        ));
+    };
+    if list.len() != want.len() {
+        return Err(format!(
+            "expected a list of {} items, got {actual}",
+            want.len()
+        ));
+    }
+    for (index, (want, got)) in want.iter().zip(list).enumerate() {
+        matches(ctx, want, got).map_err(|e| format!("item {index}: {e}"))?;
+    }
+    Ok(())
 }

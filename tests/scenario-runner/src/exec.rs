@@ -167,6 +167,21 @@ macro_rules! interpreter {
                         );
                         convert::delete_fields(&call!(wait!(vdel)))
                     }
+                    "get_many" => {
+                        let get = client()?
+                            .get_many_with_timeout(args.keys("keys")?, args.opt_ms("timeout_ms")?);
+                        convert::get_many_fields(call!(wait!(get)))
+                    }
+                    "set_many" => {
+                        let set =
+                            client()?.set_many(args.items("items")?, convert::set_options(&args)?);
+                        convert::set_many_fields(call!(wait!(set)))
+                    }
+                    "delete_many" => {
+                        let delete = client()?
+                            .delete_many(args.keys("keys")?, convert::delete_options(&args)?);
+                        convert::delete_many_fields(call!(wait!(delete)))
+                    }
                     "keys" => {
                         let keys = call!(wait!(client()?.keys_all(args.key("pattern")?)));
                         convert::keys_fields(&self.ctx, keys)?

@@ -76,7 +76,7 @@ pub struct ConnectionArgs {
     #[arg(long, value_name = "PATH")]
     pub sat_file: Option<PathBuf>,
 
-    /// Connection URL, mqtt://[user[:password]@]host[:port][?option=value&...] or mqtts://...
+    /// Connection URL, `mqtt://[user[:password]@]host[:port][?option=value&...]` or `mqtts://...`
     /// (query options: the library's connect options, e.g. ?client_id=app&ca_file=ca.pem).
     /// Replaces the AIO_* variables; the other flags override it [env: STATESTORE_URL].
     #[arg(long, value_name = "URL")]

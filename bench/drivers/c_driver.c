@@ -551,11 +551,13 @@ static void batch_one(bool set, bool async, size_t i) {
         batch_sent(statestore_get_async(client, k->data, k->len, -1, one_get_cb, NULL));
     } else if (set) {
         statestore_set_result *r = NULL;
-        check_set(statestore_set(client, k->data, k->len, value, (size_t)A.size, NULL, &r), statestore_last_error_message(), r);
+        statestore_status st = statestore_set(client, k->data, k->len, value, (size_t)A.size, NULL, &r);
+        check_set(st, statestore_last_error_message(), r);
         statestore_set_result_free(r);
     } else {
         statestore_value *v = NULL;
-        check_get(statestore_get(client, k->data, k->len, -1, &v), statestore_last_error_message(), v);
+        statestore_status st = statestore_get(client, k->data, k->len, -1, &v);
+        check_get(st, statestore_last_error_message(), v);
         statestore_value_free(v);
     }
 }
@@ -567,12 +569,13 @@ static void batch_many(bool set, bool async) {
         batch_sent(statestore_get_many_async(client, batch_keys, batch_count, -1, many_get_cb, NULL));
     } else if (set) {
         statestore_set_many_result *r = NULL;
-        check_set_many(statestore_set_many(client, batch_keys, batch_values, batch_count, NULL, &r),
-                       statestore_last_error_message(), r);
+        statestore_status st = statestore_set_many(client, batch_keys, batch_values, batch_count, NULL, &r);
+        check_set_many(st, statestore_last_error_message(), r);
         statestore_set_many_result_free(r);
     } else {
         statestore_get_many_result *r = NULL;
-        check_get_many(statestore_get_many(client, batch_keys, batch_count, -1, &r), statestore_last_error_message(), r);
+        statestore_status st = statestore_get_many(client, batch_keys, batch_count, -1, &r);
+        check_get_many(st, statestore_last_error_message(), r);
         statestore_get_many_result_free(r);
     }
 }

@@ -277,8 +277,8 @@ pub struct BindingsProfile {
     pub memory_ops: u64,
     /// Keys of the batch test.
     pub batch_keys: u64,
-    /// One-way delays of the batch test, milliseconds (0: plain loopback).
-    pub batch_delays_ms: Vec<u64>,
+    /// The batch tests: op and one-way delay in milliseconds (0: plain loopback).
+    pub batches: Vec<(Op, u64)>,
 }
 
 impl BindingsProfile {
@@ -296,7 +296,7 @@ impl BindingsProfile {
             boundary_calls: 200_000,
             memory_ops: 1_000_000,
             batch_keys: 1000,
-            batch_delays_ms: vec![0, 1],
+            batches: vec![(Op::Get, 0), (Op::Set, 0), (Op::Get, 1), (Op::Set, 1)],
         }
     }
 
@@ -326,9 +326,9 @@ impl BindingsProfile {
             brokers: vec![Broker::Embedded, Broker::Mosquitto],
             boundary_calls: 1000,
             memory_ops: 400,
-            // Enough keys that a batch has more than one window of `max_in_flight` (64).
-            batch_keys: 100,
-            batch_delays_ms: vec![0, 1],
+            // Each op once and each delay once: every flavour's batch calls run, in seconds.
+            batch_keys: 20,
+            batches: vec![(Op::Get, 0), (Op::Set, 1)],
         }
     }
 
@@ -366,9 +366,9 @@ impl BindingsProfile {
             }
         }
         let batches = self
-            .batch_delays_ms
+            .batches
             .iter()
-            .flat_map(|&delay_ms| [Op::Get, Op::Set].map(|op| Test::Batch { op, delay_ms }));
+            .map(|&(op, delay_ms)| Test::Batch { op, delay_ms });
         for test in [Test::Boundary, Test::Memory].into_iter().chain(batches) {
             for &flavour in flavours {
                 items.push(Item { flavour, test });
@@ -526,26 +526,35 @@ mod tests {
     }
 
     #[test]
-    fn every_profile_measures_batches_with_and_without_delay_in_every_flavour() {
+    fn every_profile_measures_both_batch_ops_with_and_without_delay_in_every_flavour() {
         for profile in [
             BindingsProfile::full(),
             BindingsProfile::quick(),
             BindingsProfile::smoke(),
         ] {
-            let names: std::collections::BTreeSet<String> = profile
-                .items(&Flavour::ALL)
-                .iter()
-                .map(Item::name)
-                .collect();
+            let items = profile.items(&Flavour::ALL);
             for flavour in Flavour::ALL.into_iter().filter(|f| !f.is_baseline()) {
-                for test in [
-                    "batch/get/0ms",
-                    "batch/set/0ms",
-                    "batch/get/1ms",
-                    "batch/set/1ms",
-                ] {
-                    let name = format!("{flavour}/{test}");
-                    assert!(names.contains(&name), "{}: no {name}", profile.name);
+                let batches: Vec<(Op, u64)> = items
+                    .iter()
+                    .filter(|i| i.flavour == flavour)
+                    .filter_map(|i| match i.test {
+                        Test::Batch { op, delay_ms } => Some((op, delay_ms)),
+                        _ => None,
+                    })
+                    .collect();
+                for op in [Op::Get, Op::Set] {
+                    assert!(
+                        batches.iter().any(|b| b.0 == op),
+                        "{}: {flavour} no {op:?}",
+                        profile.name
+                    );
+                }
+                for delay in [0, 1] {
+                    assert!(
+                        batches.iter().any(|b| b.1 == delay),
+                        "{}: {flavour} no {delay} ms",
+                        profile.name
+                    );
                 }
             }
         }

@@ -3,7 +3,8 @@
 # into a temporary folder (it installs what it needs: the venv, the Node folder, libstatestore
 # and the C driver, under target/bench-bindings/) and checks the results. No timing is
 # asserted: only that every flavour produced numbers (throughput and latency of each cell,
-# ns per boundary call, a memory trace) or was reported unavailable with a reason, that no
+# ns per boundary call, a memory trace, the loop and batch times of the batch items, on
+# loopback and through the delaying proxy) or was reported unavailable with a reason, that no
 # item failed, and that bindings.json, bindings.svg and bindings.md were written.
 #
 # BENCH_REQUIRE=c,python,node (optional) also fails when one of those languages is
@@ -94,8 +95,19 @@ for name in expected:
             m = s.get("memory") or {}
             if not m.get("samples") or "second_half_growth_mb" not in m:
                 bad.append(f"{s['name']}: no memory trace")
+        elif s["kind"] == "batch":
+            if not all((s.get(f) or 0) > 0 for f in ("loop_s", "batch_s", "batch_speedup")):
+                bad.append(f"{s['name']}: loop_s {s.get('loop_s')}, batch_s {s.get('batch_s')}, "
+                           f"batch_speedup {s.get('batch_speedup')}")
         measured += 1
     available = flavours.get(name, {}).get("unavailable") is None
+    if name not in ("python-paho", "node-mqttjs"):
+        # Every profile runs get_many and set_many, on loopback and with 1 ms added each way
+        # (the smoke profile each op once: get on loopback, set with the delay).
+        batches = [s["name"].split("/")[2:4] for s in items if s.get("kind") == "batch"]
+        missing = [want for want in ("get", "set", "0ms", "1ms") if not any(want in b for b in batches)]
+        check(f"{name}: batch items, get and set, on loopback and with 1 ms added each way", not missing,
+              "missing " + ", ".join(missing))
     check(f"{name}: every item measured or unavailable with a reason ({measured}/{len(items)} measured)",
           not bad and len(items) > 0 and (measured > 0 or not available), "; ".join(bad[:5]))
 print(f"{passed} passed, {failed} failed")

@@ -4,9 +4,11 @@
  * completion callback issues the slot's next call), `dispatch` (the same calls, with the
  * completions run by this program's poll loop: STATESTORE_CALLBACKS_LOOP, statestore_dispatch)
  * and `sync` (statestore_set/statestore_get from N threads sharing one client). Tests: `probe`, `throughput`, `boundary` (calls that
- * fail validation before any I/O, ns per call) and `memory` (many operations, each also
+ * fail validation before any I/O, ns per call), `memory` (many operations, each also
  * allocating and freeing an options handle and, for the blocking calls, the result structs,
- * while resident memory is sampled). Prints one line `RESULT <json>`.
+ * while resident memory is sampled) and `batch` (`--ops` keys as a loop of single calls, each
+ * waited for, then as one statestore_get_many/statestore_set_many: loop_s, batch_s). Prints one
+ * line `RESULT <json>`.
  *
  * Build: cc -O2 -std=c11 -Wall -Wextra -Werror c_driver.c $(pkg-config --cflags --libs statestore) -lpthread
  */
@@ -253,6 +255,21 @@ static void churn_handle(void) {
     statestore_options_free(o);
 }
 
+/* Whether a call succeeded, recording why not. */
+static bool check_set(statestore_status st, const char *message, const statestore_set_result *r) {
+    if (st != STATESTORE_OK) failure("SET", st, message);
+    else if (!r || !r->applied) failure("SET not applied", st, "");
+    else return true;
+    return false;
+}
+
+static bool check_get(statestore_status st, const char *message, const statestore_value *v) {
+    if (st != STATESTORE_OK) failure("GET", st, message);
+    else if (!v || v->len != (size_t)A.size) failure("GET returned the wrong length", st, "");
+    else return true;
+    return false;
+}
+
 /* --- async ------------------------------------------------------------------------------------- */
 
 struct slot {
@@ -277,17 +294,13 @@ static void retire(void) {
 
 static void set_cb(void *user_data, statestore_status status, const char *message, const statestore_set_result *r) {
     struct slot *s = user_data;
-    if (status != STATESTORE_OK) failure("SET", status, message);
-    else if (!r || !r->applied) failure("SET not applied", status, "");
-    else success(s->phase, s->sent);
+    if (check_set(status, message, r)) success(s->phase, s->sent);
     issue(s);
 }
 
 static void get_cb(void *user_data, statestore_status status, const char *message, const statestore_value *v) {
     struct slot *s = user_data;
-    if (status != STATESTORE_OK) failure("GET", status, message);
-    else if (!v || v->len != (size_t)A.size) failure("GET returned the wrong length", status, "");
-    else success(s->phase, s->sent);
+    if (check_get(status, message, v)) success(s->phase, s->sent);
     issue(s);
 }
 
@@ -401,16 +414,12 @@ static void *sync_worker(void *arg) {
         if (strcmp(op, "set") == 0) {
             statestore_set_result *r = NULL;
             statestore_status st = statestore_set(client, (const uint8_t *)s->key, s->key_len, value, (size_t)A.size, NULL, &r);
-            if (st != STATESTORE_OK) failure("SET", st, statestore_last_error_message());
-            else if (!r || !r->applied) failure("SET not applied", st, "");
-            else success(p, sent);
+            if (check_set(st, statestore_last_error_message(), r)) success(p, sent);
             statestore_set_result_free(r);
         } else {
             statestore_value *v = NULL;
             statestore_status st = statestore_get(client, (const uint8_t *)s->key, s->key_len, -1, &v);
-            if (st != STATESTORE_OK) failure("GET", st, statestore_last_error_message());
-            else if (!v || v->len != (size_t)A.size) failure("GET returned the wrong length", st, "");
-            else success(p, sent);
+            if (check_get(st, statestore_last_error_message(), v)) success(p, sent);
             statestore_value_free(v);
         }
         if (atomic_load(&phase) == STOP) return NULL;
@@ -452,6 +461,167 @@ static int run_boundary(bool async) {
     }
     double ns = (double)(now_ns() - started) / (double)calls;
     printf("RESULT {\"ops\": %lld, \"errors\": 0, \"ns_per_call\": %.3f}\n", calls, ns);
+    fflush(stdout);
+    return 0;
+}
+
+/* --- batch: a loop of single calls against one batch call -------------------------------------- */
+
+static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t batch_cond = PTHREAD_COND_INITIALIZER;
+static atomic_bool batch_completed;
+static int batch_fd = -1; /* dispatch: the completion descriptor this thread polls */
+static statestore_bytes *batch_keys, *batch_values;
+static size_t batch_count;
+
+static void batch_complete(void) {
+    pthread_mutex_lock(&batch_lock);
+    atomic_store(&batch_completed, true);
+    pthread_cond_signal(&batch_cond);
+    pthread_mutex_unlock(&batch_lock);
+}
+
+/* Waits for the call just made to complete: run by this thread's poll loop (dispatch) or on the
+ * library's dispatcher thread (async). */
+static void batch_wait(void) {
+    if (batch_fd >= 0) {
+        while (!atomic_load(&batch_completed)) dispatch_ready(batch_fd);
+    } else {
+        pthread_mutex_lock(&batch_lock);
+        while (!atomic_load(&batch_completed)) pthread_cond_wait(&batch_cond, &batch_lock);
+        pthread_mutex_unlock(&batch_lock);
+    }
+    atomic_store(&batch_completed, false);
+}
+
+static void check_set_many(statestore_status st, const char *message, const statestore_set_many_result *r) {
+    if (st != STATESTORE_OK || !r) {
+        failure("SET many", st, message);
+        return;
+    }
+    for (size_t i = 0; i < r->count; i++) check_set(r->items[i].status, r->items[i].message, &r->items[i].result);
+}
+
+static void check_get_many(statestore_status st, const char *message, const statestore_get_many_result *r) {
+    if (st != STATESTORE_OK || !r) {
+        failure("GET many", st, message);
+        return;
+    }
+    for (size_t i = 0; i < r->count; i++)
+        check_get(r->items[i].status, r->items[i].message, r->items[i].found ? &r->items[i].value : NULL);
+}
+
+static void one_set_cb(void *user_data, statestore_status status, const char *message, const statestore_set_result *r) {
+    (void)user_data;
+    check_set(status, message, r);
+    batch_complete();
+}
+
+static void one_get_cb(void *user_data, statestore_status status, const char *message, const statestore_value *v) {
+    (void)user_data;
+    check_get(status, message, v);
+    batch_complete();
+}
+
+static void many_set_cb(void *user_data, statestore_status status, const char *message,
+                        const statestore_set_many_result *r) {
+    (void)user_data;
+    check_set_many(status, message, r);
+    batch_complete();
+}
+
+static void many_get_cb(void *user_data, statestore_status status, const char *message,
+                        const statestore_get_many_result *r) {
+    (void)user_data;
+    check_get_many(status, message, r);
+    batch_complete();
+}
+
+/* A call that failed before it was sent completes at once. */
+static void batch_sent(statestore_status st) {
+    if (st != STATESTORE_OK) failure("async call", st, statestore_last_error_message());
+    else batch_wait();
+}
+
+static void batch_one(bool set, bool async, size_t i) {
+    const statestore_bytes *k = &batch_keys[i];
+    if (async && set) {
+        batch_sent(statestore_set_async(client, k->data, k->len, value, (size_t)A.size, NULL, one_set_cb, NULL));
+    } else if (async) {
+        batch_sent(statestore_get_async(client, k->data, k->len, -1, one_get_cb, NULL));
+    } else if (set) {
+        statestore_set_result *r = NULL;
+        statestore_status st = statestore_set(client, k->data, k->len, value, (size_t)A.size, NULL, &r);
+        check_set(st, statestore_last_error_message(), r);
+        statestore_set_result_free(r);
+    } else {
+        statestore_value *v = NULL;
+        statestore_status st = statestore_get(client, k->data, k->len, -1, &v);
+        check_get(st, statestore_last_error_message(), v);
+        statestore_value_free(v);
+    }
+}
+
+static void batch_many(bool set, bool async) {
+    if (async && set) {
+        batch_sent(statestore_set_many_async(client, batch_keys, batch_values, batch_count, NULL, many_set_cb, NULL));
+    } else if (async) {
+        batch_sent(statestore_get_many_async(client, batch_keys, batch_count, -1, many_get_cb, NULL));
+    } else if (set) {
+        statestore_set_many_result *r = NULL;
+        statestore_status st = statestore_set_many(client, batch_keys, batch_values, batch_count, NULL, &r);
+        check_set_many(st, statestore_last_error_message(), r);
+        statestore_set_many_result_free(r);
+    } else {
+        statestore_get_many_result *r = NULL;
+        statestore_status st = statestore_get_many(client, batch_keys, batch_count, -1, &r);
+        check_get_many(st, statestore_last_error_message(), r);
+        statestore_get_many_result_free(r);
+    }
+}
+
+static int run_batch(bool async, bool dispatch) {
+    if (dispatch && statestore_completion_fd(client, &batch_fd) != STATESTORE_OK) {
+        json_error("error", statestore_last_error_message());
+        return 1;
+    }
+    batch_count = A.ops > 0 ? (size_t)A.ops : 1000;
+    char *names = malloc(batch_count * 32);
+    batch_keys = malloc(batch_count * sizeof *batch_keys);
+    batch_values = malloc(batch_count * sizeof *batch_values);
+    if (!names || !batch_keys || !batch_values) {
+        json_error("error", "out of memory");
+        return 1;
+    }
+    for (size_t i = 0; i < batch_count; i++) {
+        batch_keys[i].data = (const uint8_t *)names + i * 32;
+        batch_keys[i].len = (size_t)snprintf(names + i * 32, 32, "bench-batch-%05zu", i);
+        batch_values[i].data = value;
+        batch_values[i].len = (size_t)A.size;
+    }
+    bool set = strcmp(A.op, "set") == 0;
+    batch_many(true, async);
+    uint64_t looped = 0, batched = 0;
+    /* A warm-up pass (not counted) when the profile has a warm-up, then the measured pass. */
+    for (int pass = A.warmup > 0 ? 2 : 1; pass > 0 && !errors; pass--) {
+        uint64_t started = now_ns();
+        for (size_t i = 0; i < batch_count && !errors; i++) batch_one(set, async, i);
+        looped = now_ns() - started;
+        started = now_ns();
+        batch_many(set, async);
+        batched = now_ns() - started;
+    }
+    free(names);
+    free(batch_keys);
+    free(batch_values);
+    if (errors) {
+        json_error("error", first_error);
+        return 1;
+    }
+    printf("RESULT {\"ops\": %zu, \"errors\": 0, \"elapsed_s\": %.9f, \"loop_s\": %.9f, \"batch_s\": %.9f, "
+           "\"peak_rss_mb\": %.3f}\n",
+           batch_count, (double)(looped + batched) / 1e9, (double)looped / 1e9, (double)batched / 1e9,
+           status_mib("VmHWM:"));
     fflush(stdout);
     return 0;
 }
@@ -507,6 +677,8 @@ int main(int argc, char **argv) {
     int rc;
     if (!strcmp(A.test, "boundary")) {
         rc = run_boundary(async);
+    } else if (!strcmp(A.test, "batch")) {
+        rc = run_batch(async, dispatch);
     } else {
         for (int i = 0; i < A.inflight; i++) {
             char key[32];

@@ -5,7 +5,8 @@
 // connection) and `mqttjs` (the state
 // store protocol spoken by hand over mqtt.js, MQTT 5, TCP_NODELAY: the baseline a Node user
 // would otherwise write). Tests: `probe`, `throughput`, `boundary` (calls that fail validation
-// before any I/O, ns per call) and `memory` (many operations while resident memory is sampled).
+// before any I/O, ns per call), `memory` (many operations while resident memory is sampled) and
+// `batch` (`--ops` keys as a loop of single calls, then as one getMany/setMany: loop_s, batch_s).
 //
 // Packages are loaded from `--modules DIR` (a folder with node_modules/mqtt-statestore and
 // node_modules/mqtt). Prints one line `RESULT <json>`.
@@ -210,12 +211,55 @@ async function window(gate) {
   gate.stop();
 }
 
+// --- batch: a loop of single calls against one batch call ----------------------------------------
+
+// `sync` picks the ...Sync twins; awaiting their plain results costs a microtask per call, next to
+// a round trip.
+async function batch(client, sync) {
+  const one = (op, k, v) => (op === 'set' ? (sync ? client.setSync(k, v) : client.set(k, v)) : sync ? client.getSync(k) : client.get(k));
+  const many = (op, items) =>
+    op === 'set'
+      ? sync ? client.setManySync(items) : client.setMany(items)
+      : sync ? client.getManySync(items.map(([k]) => k)) : client.getMany(items.map(([k]) => k));
+  const check = (op, results) => {
+    for (const r of results) {
+      if (r instanceof Error) throw r;
+      if (op === 'set') checkSet(r);
+      else checkGet(r);
+    }
+  };
+  const value = Buffer.alloc(args.size, 'v');
+  const items = Array.from({ length: args.ops ?? 1000 }, (_, i) => [`bench-batch-${String(i).padStart(5, '0')}`, value]);
+  check('set', await many('set', items));
+  let looped = 0n;
+  let batched = 0n;
+  // A warm-up pass (not counted) when the profile has a warm-up, then the measured pass.
+  for (let pass = args.warmup > 0 ? 2 : 1; pass > 0; pass--) {
+    let started = process.hrtime.bigint();
+    for (const [k, v] of items) check(args.op, [await one(args.op, k, v)]);
+    looped = process.hrtime.bigint() - started;
+    started = process.hrtime.bigint();
+    check(args.op, await many(args.op, items));
+    batched = process.hrtime.bigint() - started;
+  }
+  const seconds = (ns) => Number(ns) / 1e9;
+  return {
+    ops: items.length,
+    errors: 0,
+    elapsed_s: seconds(looped + batched),
+    loop_s: seconds(looped),
+    batch_s: seconds(batched),
+    peak_rss_mb: statusMib('VmHWM'),
+  };
+}
+
 // --- statestore Client: Promises ---------------------------------------------------------------
 
 async function runPromise(statestore) {
   const client = await statestore.Client.connect({ host: args.host, port: args.port });
   try {
     const value = Buffer.alloc(args.size, 'v');
+    if (args.test === 'batch') return await batch(client, false);
     if (args.test === 'boundary') {
       const calls = args.ops ?? 100_000;
       const started = process.hrtime.bigint();
@@ -266,6 +310,7 @@ async function runSync(statestore) {
   const client = await statestore.Client.connect({ host: args.host, port: args.port });
   try {
     const value = Buffer.alloc(args.size, 'v');
+    if (args.test === 'batch') return await batch(client, true);
     if (args.test === 'boundary') {
       const calls = args.ops ?? 100_000;
       const started = process.hrtime.bigint();

@@ -269,12 +269,17 @@ fn bindings(args: &BindingsArgs) -> Result<ExitCode, String> {
             (Some(reason), _, _) => format!("unavailable: {reason}"),
             (None, Some(error), _) => format!("FAILED: {error}"),
             (None, None, Some(ns)) => format!("{ns:>10.0} ns/call"),
-            (None, None, None) => match &r.memory {
-                Some(m) => format!(
+            (None, None, None) => match (&r.memory, r.batch_speedup) {
+                (_, Some(speedup)) => format!(
+                    "loop {:>8.3} s  batch {:>8.3} s  {speedup:.1} x",
+                    r.loop_s.unwrap_or(0.0),
+                    r.batch_s.unwrap_or(0.0)
+                ),
+                (Some(m), None) => format!(
                     "{:>10.0} ops/s  {:.1} -> {:.1} MiB, second half {:+.2} MiB",
                     r.figures.ops_per_sec, m.start_mb, m.end_mb, m.second_half_growth_mb
                 ),
-                None => format!(
+                (None, None) => format!(
                     "{:>10.0} ops/s  p50 {:>8.1} µs",
                     r.figures.ops_per_sec, r.figures.p50_us
                 ),

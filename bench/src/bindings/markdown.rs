@@ -27,6 +27,7 @@ pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
     switches_table(&mut out, results, &flavours, &cells);
     boundary_table(&mut out, results);
     memory_table(&mut out, results);
+    batch_table(&mut out, results);
     let unavailable = probes
         .iter()
         .filter_map(|p| Some((p.flavour.to_string(), p.unavailable.as_deref()?)));
@@ -233,8 +234,8 @@ fn switches_table(
     });
 }
 
-/// One row per flavour that ran a `kind` test, under `title`: the boundary and memory tests
-/// have no cell but the flavour.
+/// One row per flavour that ran a `kind` test, under `title`: the boundary, memory and batch
+/// tests have no cell but the flavour (a batch row per op and delay).
 fn per_flavour_table(
     out: &mut String,
     results: &[BindingResult],
@@ -290,6 +291,32 @@ fn memory_table(out: &mut String, results: &[BindingResult]) {
             format!("{:.1}", m.start_mb),
             format!("{:.1}", m.end_mb),
             format!("{:+.2}", m.second_half_growth_mb),
+        ])
+    });
+}
+
+fn batch_table(out: &mut String, results: &[BindingResult]) {
+    let title =
+        "Batches (the same keys as a loop of awaited single calls, then as one batch call; \
+                 delay: added each way by a proxy)";
+    let names = [
+        "flavour",
+        "op",
+        "delay",
+        "keys",
+        "loop (µs per key)",
+        "batch (µs per key)",
+        "batch x faster",
+    ];
+    per_flavour_table(out, results, ("batch", title), &names, |r| {
+        let per_key = |s: Option<f64>| s.unwrap_or(0.0) * 1e6 / r.outcome.ops.max(1) as f64;
+        Some(vec![
+            r.op?.label().to_owned(),
+            format!("{} ms", r.batch_delay_ms?),
+            r.outcome.ops.to_string(),
+            format!("{:.1}", per_key(r.loop_s)),
+            format!("{:.1}", per_key(r.batch_s)),
+            format!("{:.1}", r.batch_speedup?),
         ])
     });
 }

@@ -163,7 +163,7 @@ impl Flavour {
     /// Why this flavour cannot run `test` at all (the cell is reported, not run).
     pub fn unsupported(self, test: &Test) -> Option<&'static str> {
         match (self, test) {
-            (f, Test::Boundary | Test::Memory) if f.is_baseline() => {
+            (f, Test::Boundary | Test::Memory | Test::Batch { .. }) if f.is_baseline() => {
                 Some("not applicable to a by-hand baseline")
             }
             _ => None,
@@ -205,6 +205,15 @@ pub enum Test {
     /// Many operations (SET and GET alternating; SET only for Rust) while resident memory is
     /// sampled.
     Memory,
+    /// The same keys written or read twice in one driver: a loop of awaited single calls, then
+    /// one batch call (`get_many`, `set_many`); the figure is the ratio of the two times.
+    Batch {
+        /// SET (`set_many`) or GET (`get_many`).
+        op: Op,
+        /// Added to each direction of every byte between client and broker by a delaying
+        /// proxy, milliseconds (0: plain loopback).
+        delay_ms: u64,
+    },
 }
 
 impl Test {
@@ -224,6 +233,7 @@ impl Test {
             ),
             Test::Boundary => "boundary".to_owned(),
             Test::Memory => "memory".to_owned(),
+            Test::Batch { op, delay_ms } => format!("batch/{}/{delay_ms}ms", op.label()),
         }
     }
 }
@@ -265,6 +275,10 @@ pub struct BindingsProfile {
     pub boundary_calls: u64,
     /// Operations of the memory test.
     pub memory_ops: u64,
+    /// Keys of the batch test.
+    pub batch_keys: u64,
+    /// The batch tests: op and one-way delay in milliseconds (0: plain loopback).
+    pub batches: Vec<(Op, u64)>,
 }
 
 impl BindingsProfile {
@@ -281,6 +295,8 @@ impl BindingsProfile {
             brokers: vec![Broker::Embedded, Broker::Mosquitto],
             boundary_calls: 200_000,
             memory_ops: 1_000_000,
+            batch_keys: 1000,
+            batches: vec![(Op::Get, 0), (Op::Set, 0), (Op::Get, 1), (Op::Set, 1)],
         }
     }
 
@@ -310,6 +326,9 @@ impl BindingsProfile {
             brokers: vec![Broker::Embedded, Broker::Mosquitto],
             boundary_calls: 1000,
             memory_ops: 400,
+            // Each op once and each delay once: every flavour's batch calls run, in seconds.
+            batch_keys: 20,
+            batches: vec![(Op::Get, 0), (Op::Set, 1)],
         }
     }
 
@@ -324,7 +343,7 @@ impl BindingsProfile {
     }
 
     /// Every item of the run, grouped by cell so that the flavours of one cell are measured
-    /// back to back; boundary and memory tests last.
+    /// back to back; boundary, memory and batch tests last.
     pub fn items(&self, flavours: &[Flavour]) -> Vec<Item> {
         let mut items = Vec::new();
         for &broker in &self.brokers {
@@ -346,7 +365,11 @@ impl BindingsProfile {
                 }
             }
         }
-        for test in [Test::Boundary, Test::Memory] {
+        let batches = self
+            .batches
+            .iter()
+            .map(|&(op, delay_ms)| Test::Batch { op, delay_ms });
+        for test in [Test::Boundary, Test::Memory].into_iter().chain(batches) {
             for &flavour in flavours {
                 items.push(Item { flavour, test });
             }
@@ -361,6 +384,11 @@ impl BindingsProfile {
             // Even a slow flavour on a busy machine does 2000 operations per second.
             Test::Memory => Duration::from_millis(self.memory_ops / 2) + grace,
             Test::Boundary => Duration::from_millis(self.boundary_calls / 10) + grace,
+            // The loop pays a round trip per key; at 2000 round trips per second plus the
+            // delay both ways, a warm-up and a measured pass.
+            Test::Batch { delay_ms, .. } => {
+                Duration::from_millis(2 * self.batch_keys * (1 + 2 * delay_ms)) + grace
+            }
             Test::Throughput { .. } => {
                 self.warmup + self.measure.min(Duration::from_secs(60)) + grace
             }
@@ -371,7 +399,7 @@ impl BindingsProfile {
 /// The arguments every driver takes.
 #[derive(Debug, Clone)]
 pub struct DriverArgs {
-    /// `probe`, `throughput`, `boundary` or `memory`.
+    /// `probe`, `throughput`, `boundary`, `memory` or `batch`.
     pub test: &'static str,
     /// `set`, `get` or `mix`.
     pub op: &'static str,
@@ -383,7 +411,7 @@ pub struct DriverArgs {
     pub warmup: f64,
     /// Measuring window, seconds.
     pub seconds: f64,
-    /// Operation cap (calls of the boundary test).
+    /// Operation cap (calls of the boundary test, keys of the batch test).
     pub ops: Option<u64>,
     /// The broker.
     pub host: String,
@@ -429,6 +457,11 @@ impl DriverArgs {
                 args.inflight = item.flavour.memory_in_flight();
                 args.ops = Some(profile.memory_ops);
                 args.seconds = 24.0 * 3600.0;
+            }
+            Test::Batch { op, .. } => {
+                args.test = "batch";
+                args.op = op.label();
+                args.ops = Some(profile.batch_keys);
             }
         }
         args
@@ -481,13 +514,49 @@ mod tests {
     #[test]
     fn quick_covers_the_target_cells_of_every_flavour() {
         let items = BindingsProfile::quick().items(&Flavour::ALL);
-        // 2 brokers x 2 sizes x 2 depths x 2 ops x 11 flavours + boundary + memory.
-        assert_eq!(items.len(), 2 * 2 * 2 * 2 * 11 + 2 * 11);
+        // 2 brokers x 2 sizes x 2 depths x 2 ops x 11 flavours + boundary + memory + batch
+        // (2 ops x 2 delays).
+        assert_eq!(items.len(), 2 * 2 * 2 * 2 * 11 + 2 * 11 + 4 * 11);
         let names: std::collections::BTreeSet<String> = items.iter().map(Item::name).collect();
         assert_eq!(names.len(), items.len());
         assert!(names.contains("python-async/set/16B/64/embedded"));
         assert!(names.contains("c-blocking/get/1KiB/1/mosquitto"));
         assert!(names.contains("node-promise/memory"));
         assert!(names.contains("c-dispatch/set/16B/1/embedded"));
+    }
+
+    #[test]
+    fn every_profile_measures_both_batch_ops_with_and_without_delay_in_every_flavour() {
+        for profile in [
+            BindingsProfile::full(),
+            BindingsProfile::quick(),
+            BindingsProfile::smoke(),
+        ] {
+            let items = profile.items(&Flavour::ALL);
+            for flavour in Flavour::ALL.into_iter().filter(|f| !f.is_baseline()) {
+                let batches: Vec<(Op, u64)> = items
+                    .iter()
+                    .filter(|i| i.flavour == flavour)
+                    .filter_map(|i| match i.test {
+                        Test::Batch { op, delay_ms } => Some((op, delay_ms)),
+                        _ => None,
+                    })
+                    .collect();
+                for op in [Op::Get, Op::Set] {
+                    assert!(
+                        batches.iter().any(|b| b.0 == op),
+                        "{}: {flavour} no {op:?}",
+                        profile.name
+                    );
+                }
+                for delay in [0, 1] {
+                    assert!(
+                        batches.iter().any(|b| b.1 == delay),
+                        "{}: {flavour} no {delay} ms",
+                        profile.name
+                    );
+                }
+            }
+        }
     }
 }

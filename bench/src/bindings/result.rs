@@ -13,11 +13,12 @@ use crate::scenario::{Broker, Op};
 /// scenarios, plus the flavour, the boundary and memory figures and the ratios.
 #[derive(Debug, Clone, Serialize)]
 pub struct BindingResult {
-    /// `flavour/op/size/in_flight/broker`, `flavour/boundary`, `flavour/memory`.
+    /// `flavour/op/size/in_flight/broker`, `flavour/boundary`, `flavour/memory`,
+    /// `flavour/batch/op/delay`.
     pub name: String,
     /// Who.
     pub flavour: Flavour,
-    /// `throughput`, `boundary` or `memory`.
+    /// `throughput`, `boundary`, `memory` or `batch`.
     pub kind: &'static str,
     /// SET or GET (throughput tests).
     pub op: Option<Op>,
@@ -39,6 +40,14 @@ pub struct BindingResult {
     pub ns_per_call: Option<f64>,
     /// Memory test: resident memory over the operations.
     pub memory: Option<MemoryTrace>,
+    /// Batch test: the delay added each way between client and broker, milliseconds.
+    pub batch_delay_ms: Option<u64>,
+    /// Batch test: seconds for the keys as a loop of awaited single calls.
+    pub loop_s: Option<f64>,
+    /// Batch test: seconds for the same keys as one batch call.
+    pub batch_s: Option<f64>,
+    /// Batch test: `loop_s / batch_s`, how many times faster the batch is.
+    pub batch_speedup: Option<f64>,
     /// Throughput divided by the Rust async client's in the same cell.
     pub ratio_to_rust_async: Option<f64>,
     /// Throughput divided by the Rust client of the same kind (async or blocking).
@@ -76,6 +85,11 @@ impl BindingResult {
                 Some(item.flavour.memory_in_flight()),
                 Some(Broker::Embedded),
             ),
+            Test::Batch { op, .. } => ("batch", Some(op), None, None, Some(Broker::Embedded)),
+        };
+        let batch_delay_ms = match item.test {
+            Test::Batch { delay_ms, .. } => Some(delay_ms),
+            _ => None,
         };
         Self {
             name: item.name(),
@@ -90,6 +104,10 @@ impl BindingResult {
             figures: Figures::default(),
             ns_per_call: None,
             memory: None,
+            batch_delay_ms,
+            loop_s: None,
+            batch_s: None,
+            batch_speedup: None,
             ratio_to_rust_async: None,
             ratio_to_rust: None,
             p50_delta_rust_us: None,
@@ -136,6 +154,12 @@ impl BindingResult {
         };
         r.ns_per_call = out.ns_per_call;
         r.memory = out.memory;
+        r.loop_s = out.loop_s;
+        r.batch_s = out.batch_s;
+        r.batch_speedup = match (out.loop_s, out.batch_s) {
+            (Some(looped), Some(batch)) if batch > 0.0 => Some(looped / batch),
+            _ => None,
+        };
         let error = &mut r.outcome.error;
         if r.unavailable.is_none() && error.is_none() && r.outcome.ops == 0 {
             *error = Some("the driver measured no operation".to_owned());
@@ -146,6 +170,13 @@ impl BindingResult {
             && r.memory.is_none()
         {
             *error = Some("the memory run has no samples".to_owned());
+        }
+        if r.unavailable.is_none()
+            && error.is_none()
+            && matches!(item.test, Test::Batch { .. })
+            && r.batch_speedup.is_none()
+        {
+            *error = Some("the batch run has no loop and batch times".to_owned());
         }
         r
     }
@@ -208,6 +239,10 @@ pub struct DriverOutput {
     pub ns_per_call: Option<f64>,
     /// Memory test: the trace.
     pub memory: Option<MemoryTrace>,
+    /// Batch test: seconds of the loop of single calls.
+    pub loop_s: Option<f64>,
+    /// Batch test: seconds of the batch call.
+    pub batch_s: Option<f64>,
 }
 
 /// The outcome of probing one flavour.
@@ -235,5 +270,32 @@ mod tests {
         assert!(!r.ok() && !r.failed_run());
         let empty = BindingResult::from_output(item, DriverOutput::default());
         assert!(empty.failed_run());
+    }
+
+    #[test]
+    fn a_batch_result_needs_both_times_and_reports_their_ratio() {
+        let item = Item {
+            flavour: Flavour::PythonAsync,
+            test: Test::Batch {
+                op: Op::Get,
+                delay_ms: 1,
+            },
+        };
+        let counted = DriverOutput {
+            ops: Some(1000),
+            errors: Some(0),
+            ..DriverOutput::default()
+        };
+        assert!(BindingResult::from_output(item, counted.clone()).failed_run());
+        let timed = DriverOutput {
+            loop_s: Some(2.0),
+            batch_s: Some(0.1),
+            ..counted
+        };
+        let r = BindingResult::from_output(item, timed);
+        assert!(r.ok(), "{:?}", r.outcome.error);
+        assert_eq!(r.kind, "batch");
+        assert_eq!(r.batch_delay_ms, Some(1));
+        assert!((r.batch_speedup.unwrap_or(0.0) - 20.0).abs() < 1e-9);
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use statestore_testkit::Mosquitto;
+use statestore_testkit::{Mosquitto, Proxy};
 use tokio::process::Command;
 
 use super::result::{BindingResult, DriverOutput, Probe};
@@ -190,7 +190,7 @@ pub fn run(
 async fn run_one(profile: &BindingsProfile, tools: &Tools, item: Item) -> BindingResult {
     let broker = match item.test {
         Test::Throughput { broker, .. } => broker,
-        Test::Boundary | Test::Memory => Broker::Embedded,
+        Test::Boundary | Test::Memory | Test::Batch { .. } => Broker::Embedded,
     };
     // Mosquitto lives as long as the item: each one starts from an empty broker.
     let mosquitto = match broker {
@@ -213,7 +213,25 @@ async fn run_one(profile: &BindingsProfile, tools: &Tools, item: Item) -> Bindin
         Ok(s) => s,
         Err(e) => return BindingResult::failed(item, e),
     };
-    let addr = service.addr();
+    // A round trip as on a real network: the delaying proxy runs on this runtime, which keeps
+    // polling it while it waits for the driver.
+    let proxy = match item.test {
+        Test::Batch { delay_ms, .. } if delay_ms > 0 => match Proxy::start(service.addr()).await {
+            Ok(proxy) => {
+                proxy.latency(Duration::from_millis(delay_ms));
+                Some(proxy)
+            }
+            Err(e) => {
+                service.stop().await;
+                return BindingResult::failed(
+                    item,
+                    format!("cannot start the delaying proxy: {e}"),
+                );
+            }
+        },
+        _ => None,
+    };
+    let addr = proxy.as_ref().map_or_else(|| service.addr(), Proxy::addr);
     let mut args = DriverArgs::new(profile, &item, addr.ip().to_string(), addr.port());
     args.service_pid = service.pid();
     let output = spawn_driver(
@@ -224,6 +242,7 @@ async fn run_one(profile: &BindingsProfile, tools: &Tools, item: Item) -> Bindin
     )
     .await;
     let service_peak = service.pid().and_then(resources::child_peak_rss).map(mib);
+    drop(proxy);
     service.stop().await;
     drop(mosquitto);
     let mut result = match output {

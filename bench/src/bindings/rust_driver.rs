@@ -1,6 +1,7 @@
 //! The driver of the Rust flavours (`statestore-bench rust-driver ...`): the same arguments
 //! and the same `RESULT <json>` line as the Python, Node and C drivers, measured with the
-//! main harness's client drivers ([`crate::drivers::client`], [`crate::drivers::memory`]).
+//! main harness's client drivers ([`crate::drivers::client`], [`crate::drivers::memory`]);
+//! the batch test times a loop of single calls against one `get_many`/`set_many` here.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -23,7 +24,7 @@ pub struct RustDriverArgs {
     /// `async` or `blocking`.
     #[arg(long)]
     pub flavour: String,
-    /// `probe`, `throughput`, `boundary` or `memory`.
+    /// `probe`, `throughput`, `boundary`, `memory` or `batch`.
     #[arg(long, default_value = "throughput")]
     pub test: String,
     /// The broker's host.
@@ -47,7 +48,7 @@ pub struct RustDriverArgs {
     /// Measuring window, seconds.
     #[arg(long, default_value_t = 0.3)]
     pub seconds: f64,
-    /// Operation cap (calls of the boundary test).
+    /// Operation cap (calls of the boundary test, keys of the batch test).
     #[arg(long)]
     pub ops: Option<u64>,
     /// The service-side process.
@@ -69,6 +70,7 @@ pub fn run(args: &RustDriverArgs) -> Value {
         "throughput" => throughput(args, blocking),
         "memory" => memory(args, blocking),
         "boundary" => boundary(args, blocking),
+        "batch" => batch(args, blocking),
         other => Err(format!("unknown test {other:?}")),
     };
     outcome.unwrap_or_else(|error| json!({ "error": error }))
@@ -204,6 +206,169 @@ fn boundary(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
         "ops": calls,
         "errors": 0,
         "ns_per_call": elapsed.as_nanos() as f64 / calls as f64,
+    }))
+}
+
+/// The keys of the batch test: `bench-batch-00000`, ...
+fn batch_keys(args: &RustDriverArgs) -> Vec<Bytes> {
+    let count = args.ops.unwrap_or(1000).max(1);
+    (0..count)
+        .map(|i| Bytes::from(format!("bench-batch-{i:05}")))
+        .collect()
+}
+
+fn check_get(
+    size: usize,
+    value: statestore::Result<Option<statestore::Value>>,
+) -> Result<(), String> {
+    match value {
+        Ok(Some(v)) if v.value.len() == size => Ok(()),
+        other => Err(format!("GET gave {other:?}, not a {size}-byte value")),
+    }
+}
+
+fn check_set(result: statestore::Result<statestore::SetResult>) -> Result<(), String> {
+    match result {
+        Ok(r) if r.applied => Ok(()),
+        other => Err(format!("SET gave {other:?}, not applied")),
+    }
+}
+
+/// One pass of the batch test: (loop time, batch time). Async and blocking share it through
+/// `call` (one key) and `many` (every key), which check every answer.
+async fn batch_pass<C, M>(
+    keys: &[Bytes],
+    mut call: C,
+    many: M,
+) -> Result<(Duration, Duration), String>
+where
+    C: AsyncFnMut(Bytes) -> Result<(), String>,
+    M: AsyncFnOnce(Vec<Bytes>) -> Result<(), String>,
+{
+    let started = Instant::now();
+    for key in keys {
+        call(key.clone()).await?;
+    }
+    let looped = started.elapsed();
+    let started = Instant::now();
+    many(keys.to_vec()).await?;
+    Ok((looped, started.elapsed()))
+}
+
+/// The output of a future whose awaits never wait (the blocking client's calls block inside
+/// them): one poll. The blocking client refuses to run inside a tokio runtime's `block_on`.
+fn ready<F: std::future::Future>(future: F) -> Result<F::Output, String> {
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::pin!(future).poll(&mut context) {
+        std::task::Poll::Ready(output) => Ok(output),
+        std::task::Poll::Pending => Err("a blocking batch pass waited on a future".to_owned()),
+    }
+}
+
+fn batch(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
+    let keys = batch_keys(args);
+    let value = Bytes::from(vec![b'v'; args.size]);
+    let size = args.size;
+    let get = args.op == "get";
+    let options = ConnectOptions::new(args.host.clone(), args.port);
+    let pairs = |keys: &[Bytes]| {
+        keys.iter()
+            .map(|k| (k.clone(), value.clone()))
+            .collect::<Vec<_>>()
+    };
+    let all =
+        |results: Vec<Result<(), String>>| results.into_iter().collect::<Result<(), String>>();
+    // A warm-up pass (not counted) when the profile has a warm-up, then the measured pass.
+    let passes = if args.warmup > 0.0 { 2 } else { 1 };
+    let mut timed = (Duration::ZERO, Duration::ZERO);
+    if blocking {
+        let client = statestore::blocking::Client::connect(options)
+            .map_err(|e| format!("blocking client cannot connect: {e}"))?;
+        let primed = client.set_many(pairs(&keys), SetOptions::default());
+        all(primed
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(check_set)
+            .collect())?;
+        for _ in 0..passes {
+            timed = ready(batch_pass(
+                &keys,
+                async |key| match get {
+                    true => check_get(size, client.get(key)),
+                    false => check_set(client.set(key, value.clone(), SetOptions::default())),
+                },
+                async |keys| match get {
+                    true => all(client
+                        .get_many(keys)
+                        .map_err(|e| e.to_string())?
+                        .into_iter()
+                        .map(|v| check_get(size, v))
+                        .collect()),
+                    false => all(client
+                        .set_many(pairs(&keys), SetOptions::default())
+                        .map_err(|e| e.to_string())?
+                        .into_iter()
+                        .map(check_set)
+                        .collect()),
+                },
+            ))??;
+        }
+        let _ = client.close();
+    } else {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
+        runtime.block_on(async {
+            let client = statestore::Client::connect(options)
+                .await
+                .map_err(|e| format!("async client cannot connect: {e}"))?;
+            let primed = client.set_many(pairs(&keys), SetOptions::default()).await;
+            all(primed
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(check_set)
+                .collect())?;
+            for _ in 0..passes {
+                timed = batch_pass(
+                    &keys,
+                    async |key| match get {
+                        true => check_get(size, client.get(key).await),
+                        false => {
+                            check_set(client.set(key, value.clone(), SetOptions::default()).await)
+                        }
+                    },
+                    async |keys| match get {
+                        true => all(client
+                            .get_many(keys)
+                            .await
+                            .map_err(|e| e.to_string())?
+                            .into_iter()
+                            .map(|v| check_get(size, v))
+                            .collect()),
+                        false => all(client
+                            .set_many(pairs(&keys), SetOptions::default())
+                            .await
+                            .map_err(|e| e.to_string())?
+                            .into_iter()
+                            .map(check_set)
+                            .collect()),
+                    },
+                )
+                .await?;
+            }
+            let _ = client.close().await;
+            Ok::<_, String>(())
+        })?;
+    }
+    let (looped, batch) = timed;
+    Ok(json!({
+        "ops": keys.len(),
+        "errors": 0,
+        "elapsed_s": (looped + batch).as_secs_f64(),
+        "loop_s": looped.as_secs_f64(),
+        "batch_s": batch.as_secs_f64(),
+        "peak_rss_mb": resources::peak_rss().map(mib),
     }))
 }
 

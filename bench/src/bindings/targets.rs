@@ -103,6 +103,14 @@ pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
             false,
         ),
         check(
+            "batch >= 10 x faster than a loop of awaited single calls, same keys (x faster)",
+            results,
+            |r| r.kind == "batch" && !r.flavour.is_baseline(),
+            |r| r.batch_speedup,
+            |v| v >= 10.0,
+            true,
+        ),
+        check(
             format!("memory flat: <= {FLAT_MEMORY_MB} MiB growth over the second half (MiB)"),
             results,
             |r| r.kind == "memory" && bindings.contains(&r.flavour),

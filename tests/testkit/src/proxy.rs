@@ -1,6 +1,7 @@
 //! A loopback TCP proxy in front of a broker, to make clients lose their connection at a
 //! chosen moment: cut every link, refuse new ones (the broker looks down), swallow what
-//! clients send, delay every chunk, or point new links at another upstream.
+//! clients send, delay every chunk, add a link's latency, or point new links at another
+//! upstream.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,8 +11,9 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// How long a new link may take to reach its upstream: a broker that is down refuses at
 /// once, one that hangs is given up on (the client sees its connection closed).
@@ -40,6 +42,9 @@ struct Control {
     refusing: AtomicBool,
     /// Added before forwarding each chunk, in milliseconds (0: none).
     delay_ms: AtomicU64,
+    /// Each chunk is forwarded this long after it was read, while reading goes on, in
+    /// microseconds (0: none).
+    latency_us: AtomicU64,
     accepted: AtomicU64,
     /// Links that ended, and the last bytes the client sent on the latest of them.
     ended: AtomicU64,
@@ -60,6 +65,7 @@ impl Proxy {
             swallowed: AtomicU64::new(0),
             refusing: AtomicBool::new(false),
             delay_ms: AtomicU64::new(0),
+            latency_us: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             ended: AtomicU64::new(0),
             last_bytes: Mutex::new(Vec::new()),
@@ -102,6 +108,15 @@ impl Proxy {
     pub fn delay(&self, delay: Duration) {
         let millis = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
         self.control.delay_ms.store(millis, Ordering::SeqCst);
+    }
+
+    /// Forwards every chunk `latency` after it was read, in both directions, while later
+    /// chunks keep being read (zero: none): a link with that one-way latency, where requests
+    /// sent back to back are all under way at once. [`Proxy::delay`] instead holds the link
+    /// still for its delay before each chunk, which also throttles it.
+    pub fn latency(&self, latency: Duration) {
+        let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.control.latency_us.store(micros, Ordering::SeqCst);
     }
 
     /// Forwards new links to `upstream` (current ones are left alone).
@@ -215,13 +230,42 @@ enum Direction {
     Downward,
 }
 
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, control: &Control, way: Direction) {
+async fn pump(from: OwnedReadHalf, mut to: OwnedWriteHalf, control: &Control, way: Direction) {
+    // Reading and writing are apart so that a chunk waiting out its latency does not stop the
+    // next ones from being read: each carries the time it is due.
+    let (chunks, mut due) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let mut write = std::pin::pin!(async move {
+        while let Some((at, chunk)) = due.recv().await {
+            if at > Instant::now() {
+                tokio::time::sleep_until(at).await;
+            }
+            if to.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+    });
+    tokio::select! {
+        // The writing side failed: the link is over.
+        () = &mut write => {}
+        // The reading side ended: what was read still goes through, then the link ends.
+        () = read(from, chunks, control, way) => write.await,
+    }
+}
+
+async fn read(
+    mut from: OwnedReadHalf,
+    chunks: mpsc::UnboundedSender<(Instant, Vec<u8>)>,
+    control: &Control,
+    way: Direction,
+) {
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
         let n = match from.read(&mut buffer).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
+        let latency = Duration::from_micros(control.latency_us.load(Ordering::SeqCst));
+        let at = Instant::now() + latency;
         if way == Direction::Upward {
             let mut last = lock(&control.last_bytes);
             last.extend_from_slice(&buffer[..n]);
@@ -235,7 +279,7 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, control: &Control
         if way == Direction::Upward && control.swallowing.load(Ordering::SeqCst) {
             control.swallowed.fetch_add(n as u64, Ordering::SeqCst);
             control.changed.notify_waiters();
-        } else if to.write_all(&buffer[..n]).await.is_err() {
+        } else if chunks.send((at, buffer[..n].to_vec())).is_err() {
             return;
         }
     }

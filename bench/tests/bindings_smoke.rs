@@ -56,6 +56,13 @@ fn rust_flavours_measure_and_a_missing_package_is_unavailable() {
                     }
                     "boundary" => assert!(r.ns_per_call.is_some_and(|ns| ns > 0.0), "{}", r.name),
                     "memory" => assert!(r.memory.is_some(), "{}", r.name),
+                    "batch" => assert!(
+                        r.loop_s.is_some_and(|s| s > 0.0)
+                            && r.batch_s.is_some_and(|s| s > 0.0)
+                            && r.batch_speedup.is_some_and(|x| x > 0.0),
+                        "{}",
+                        r.name
+                    ),
                     other => panic!("unknown kind {other}"),
                 }
             }
@@ -70,7 +77,7 @@ fn rust_flavours_measure_and_a_missing_package_is_unavailable() {
         .iter()
         .all(|r| r.ratio_to_rust_async.is_some() && r.ratio_to_baseline.is_none()));
     let checks = targets::evaluate(&results);
-    assert_eq!(checks.len(), 7);
+    assert_eq!(checks.len(), 8);
     let dir = tempfile::tempdir().expect("temp dir");
     let written = report::write_files(dir.path(), profile.name, &probes, &results, &checks, None)
         .expect("written");

@@ -234,6 +234,25 @@ fn check_set(result: statestore::Result<statestore::SetResult>) -> Result<(), St
     }
 }
 
+/// Every key of a `get_many` answered with a value of `size` bytes.
+fn all_got(
+    size: usize,
+    results: statestore::Result<Vec<statestore::Result<Option<statestore::Value>>>>,
+) -> Result<(), String> {
+    let results = results.map_err(|e| e.to_string())?;
+    results.into_iter().try_for_each(|v| check_get(size, v))
+}
+
+/// Every key of a `set_many` applied.
+fn all_set(
+    results: statestore::Result<Vec<statestore::Result<statestore::SetResult>>>,
+) -> Result<(), String> {
+    results
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .try_for_each(check_set)
+}
+
 /// One pass of the batch test: (loop time, batch time). Async and blocking share it through
 /// `call` (one key) and `many` (every key), which check every answer.
 async fn batch_pass<C, M>(
@@ -276,20 +295,13 @@ fn batch(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
             .map(|k| (k.clone(), value.clone()))
             .collect::<Vec<_>>()
     };
-    let all =
-        |results: Vec<Result<(), String>>| results.into_iter().collect::<Result<(), String>>();
     // A warm-up pass (not counted) when the profile has a warm-up, then the measured pass.
     let passes = if args.warmup > 0.0 { 2 } else { 1 };
     let mut timed = (Duration::ZERO, Duration::ZERO);
     if blocking {
         let client = statestore::blocking::Client::connect(options)
             .map_err(|e| format!("blocking client cannot connect: {e}"))?;
-        let primed = client.set_many(pairs(&keys), SetOptions::default());
-        all(primed
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .map(check_set)
-            .collect())?;
+        all_set(client.set_many(pairs(&keys), SetOptions::default()))?;
         for _ in 0..passes {
             timed = ready(batch_pass(
                 &keys,
@@ -298,18 +310,8 @@ fn batch(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
                     false => check_set(client.set(key, value.clone(), SetOptions::default())),
                 },
                 async |keys| match get {
-                    true => all(client
-                        .get_many(keys)
-                        .map_err(|e| e.to_string())?
-                        .into_iter()
-                        .map(|v| check_get(size, v))
-                        .collect()),
-                    false => all(client
-                        .set_many(pairs(&keys), SetOptions::default())
-                        .map_err(|e| e.to_string())?
-                        .into_iter()
-                        .map(check_set)
-                        .collect()),
+                    true => all_got(size, client.get_many(keys)),
+                    false => all_set(client.set_many(pairs(&keys), SetOptions::default())),
                 },
             ))??;
         }
@@ -323,12 +325,7 @@ fn batch(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
             let client = statestore::Client::connect(options)
                 .await
                 .map_err(|e| format!("async client cannot connect: {e}"))?;
-            let primed = client.set_many(pairs(&keys), SetOptions::default()).await;
-            all(primed
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .map(check_set)
-                .collect())?;
+            all_set(client.set_many(pairs(&keys), SetOptions::default()).await)?;
             for _ in 0..passes {
                 timed = batch_pass(
                     &keys,
@@ -339,20 +336,10 @@ fn batch(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
                         }
                     },
                     async |keys| match get {
-                        true => all(client
-                            .get_many(keys)
-                            .await
-                            .map_err(|e| e.to_string())?
-                            .into_iter()
-                            .map(|v| check_get(size, v))
-                            .collect()),
-                        false => all(client
-                            .set_many(pairs(&keys), SetOptions::default())
-                            .await
-                            .map_err(|e| e.to_string())?
-                            .into_iter()
-                            .map(check_set)
-                            .collect()),
+                        true => all_got(size, client.get_many(keys).await),
+                        false => {
+                            all_set(client.set_many(pairs(&keys), SetOptions::default()).await)
+                        }
                     },
                 )
                 .await?;

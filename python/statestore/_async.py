@@ -66,14 +66,9 @@ class AsyncObservation(Generic[_V]):
         """The next event; ``None`` if none came within ``timeout`` seconds; raises
         ``ClosedError`` once the observation has ended."""
         native = await self._started()
-        call = wait(native.next_call())
-        if timeout is None:
-            event = await call
-        else:
-            try:
-                event = await asyncio.wait_for(call, _seconds(timeout))
-            except asyncio.TimeoutError:
-                return None
+        came, event = await _within(wait(native.next_call()), timeout)
+        if not came:
+            return None
         if event is None:
             raise ClosedError("the observation has ended")
         return event
@@ -225,16 +220,23 @@ class AsyncClient(
 async def _changes(events: _native.ConnectionEvents, timeout: Optional[Seconds]) -> AsyncIterator[ConnectionEvent]:
     try:
         while True:
-            call = wait(events.next_call())
-            if timeout is None:
-                event = await call
-            else:
-                try:
-                    event = await asyncio.wait_for(call, _seconds(timeout))
-                except asyncio.TimeoutError:
-                    return
-            if event is None:
+            came, event = await _within(wait(events.next_call()), timeout)
+            if not came or event is None:
                 return
             yield event
     finally:
         events.close()
+
+
+_R = TypeVar("_R")
+
+
+async def _within(call: Awaitable[_R], timeout: Optional[Seconds]) -> "tuple[bool, Optional[_R]]":
+    """``(True, result)`` of ``call``, or ``(False, None)`` if it did not finish within
+    ``timeout`` seconds (``None``: waits as long as it takes)."""
+    if timeout is None:
+        return True, await call
+    try:
+        return True, await asyncio.wait_for(call, _seconds(timeout))
+    except asyncio.TimeoutError:
+        return False, None

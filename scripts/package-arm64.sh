@@ -49,32 +49,21 @@ arm64_rustc
 "$ARM64_RUSTC" --version
 step toolchain
 
-# One compiler, one profile for every arm64 artefact. Fat LTO as the x86_64 C library has it
-# (size): every dependency is then compiled once to bitcode only, and the machine code is made
-# once per library, from the code it reaches.
-export RUSTC="$ARM64_RUSTC" CARGO_PROFILE_RELEASE_LTO=fat
+# One compiler, one profile, one linker and one target directory for every arm64 artefact, so
+# that the dependencies are compiled once for all three. Fat LTO as the x86_64 C library has it
+# (size): every dependency is then compiled to bitcode only, and the machine code is made once
+# per library, from the code it reaches.
+export RUSTC="$ARM64_RUSTC" CARGO_PROFILE_RELEASE_LTO=fat CARGO_TARGET_DIR="$build_dir"
+zig_linker "$target" 2.17
 rm -f dist/mqtt_statestore-"$VERSION"-*aarch64*.whl dist/libstatestore-*-aarch64-linux-gnu.tar.gz \
   dist/libstatestore_*_arm64.deb
 
-echo "== arm64: build (the wheel by maturin, beside the C library and the Node addon by cargo-zigbuild)"
-# maturin drives its own cargo build with its own zig wrappers, which cargo-zigbuild's builds
-# cannot share: it builds in its own target directory, at the same time, so that the two use
-# both cores while either is in its single-threaded LTO step.
-(timeout 2700 maturin build --quiet --release --zig --compatibility manylinux2014 --target "$target" \
-  -m python/Cargo.toml --out dist --target-dir "$ARM64_HOME/python-build" >"$logs/python.log" 2>&1
- echo $? >"$logs/python.rc") &
-python_pid=$!
-# The C library and the Node addon in one cargo run: their dependencies are compiled once.
-if ! CARGO_TARGET_DIR="$build_dir" timeout 2700 cargo zigbuild --release --quiet \
-  -p statestore-c -p statestore-node --target "$target.2.17"; then
-  kill "$python_pid" 2>/dev/null || true
-  exit 1
-fi
+echo "== arm64: build (the wheel by maturin, then the C library and the Node addon by cargo)"
+timeout 2700 maturin build --quiet --release --compatibility manylinux2014 --target "$target" \
+  -m python/Cargo.toml --out dist
+step "build wheel"
+timeout 2700 cargo build --release --quiet -p statestore-c -p statestore-node --target "$target"
 step "build C library + Node addon"
-wait "$python_pid" || true
-cat "$logs/python.log"
-[ "$(cat "$logs/python.rc" 2>/dev/null)" = 0 ] || { echo "arm64: maturin build failed" >&2; exit 1; }
-step "build wheel (after the C library + Node addon)"
 
 echo "== arm64: Python wheel"
 wheel="$(ls dist/mqtt_statestore-"$VERSION"-*aarch64*.whl)"

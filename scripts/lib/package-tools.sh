@@ -20,3 +20,26 @@ export PATH="$PKG_BIN:$PATH"
 # The one version of every artefact: the workspace's.
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 export VERSION
+
+# zig_linker TARGET GLIBC: the environment under which plain `cargo build`, `maturin build` and
+# `napi build` all link TARGET (a Rust triple) against glibc GLIBC through zig, with
+# cargo-zigbuild's own `zig cc` (which mends the arguments rustc gives a linker). One wrapper at
+# one path for every build: cargo fingerprints the linker, so builds of the Python module, the
+# Node addon and the C library in one target directory then compile their shared dependencies
+# once (with `maturin --zig` or `cargo zigbuild`, each tool made a wrapper of its own, and each
+# build compiled every dependency again).
+zig_linker() {
+  local target="$1" glibc="$2" zig_target
+  zig_target="$(sed 's/-unknown-/-/' <<<"$target").$glibc"
+  local wrapper="$PKG_TOOLS/zig/$target.$glibc/cc"
+  if [ ! -x "$wrapper" ]; then
+    mkdir -p "$(dirname "$wrapper")"
+    printf '#!/bin/sh\nexec "%s" zig cc -- -g -fno-sanitize=all -target %s "$@"\n' \
+      "$PKG_BIN/cargo-zigbuild" "$zig_target" >"$wrapper"
+    chmod +x "$wrapper"
+  fi
+  local upper lower
+  upper="$(tr 'a-z-' 'A-Z_' <<<"$target")"
+  lower="$(tr '-' '_' <<<"$target")"
+  export "CARGO_TARGET_${upper}_LINKER=$wrapper" "CC_${lower}=$wrapper"
+}

@@ -29,8 +29,8 @@ step_start=$SECONDS
 mkdir -p dist
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
-build_dir="$ARM64_HOME/build"
-out="$build_dir/$target/release"
+export RELEASE_BUILD_DIR="$ARM64_HOME/build"
+out="$RELEASE_BUILD_DIR/client/$target/release"
 
 # glibc_at_most FILE: the newest glibc symbol version FILE uses is 2.17 or older.
 glibc_at_most() {
@@ -49,21 +49,21 @@ arm64_rustc
 "$ARM64_RUSTC" --version
 step toolchain
 
-# One compiler, one profile, one linker and one target directory for every arm64 artefact, so
-# that the dependencies are compiled once for all three. Fat LTO as the x86_64 C library has it
-# (size): every dependency is then compiled to bitcode only, and the machine code is made once
-# per library, from the code it reaches.
-export RUSTC="$ARM64_RUSTC" CARGO_PROFILE_RELEASE_LTO=fat CARGO_TARGET_DIR="$build_dir"
-zig_linker "$target" 2.17
+# Debian's compiler, and the client set's build (release_build): one target directory, profile
+# and linker for the three, so their dependencies are compiled once.
+export RUSTC="$ARM64_RUSTC"
+release_build client "$target"
 rm -f dist/mqtt_statestore-"$VERSION"-*aarch64*.whl dist/libstatestore-*-aarch64-linux-gnu.tar.gz \
   dist/libstatestore_*_arm64.deb
 
 echo "== arm64: build (the wheel by maturin, then the C library and the Node addon by cargo)"
+touch "$logs/start"
 timeout 2700 maturin build --quiet --release --compatibility manylinux2014 --target "$target" \
   -m python/Cargo.toml --out dist
 step "build wheel"
 timeout 2700 cargo build --release --quiet -p statestore-c -p statestore-node --target "$target"
 step "build C library + Node addon"
+bash scripts/lib/check-shared-build.sh "$logs/start" "$CARGO_TARGET_DIR"
 
 echo "== arm64: Python wheel"
 wheel="$(ls dist/mqtt_statestore-"$VERSION"-*aarch64*.whl)"

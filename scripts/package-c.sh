@@ -4,7 +4,7 @@
 #                                                      PKG_CONFIG_PATH or CMAKE_PREFIX_PATH at it)
 #   dist/libstatestore_VERSION_DEBARCH.deb               (installs under /usr, multiarch libdir)
 # Both hold the same files (scripts/lib/c-layout.sh, as scripts/install-c.sh installs them).
-# The library is linked by cargo-zigbuild against glibc 2.17, so it loads on any glibc since.
+# The library is linked through zig against glibc 2.17, so it loads on any glibc since.
 # Usage: bash scripts/package-c.sh [RUST_TARGET]     (default x86_64-unknown-linux-gnu; or
 #        aarch64-unknown-linux-gnu, built beforehand by scripts/package-arm64.sh, which names the
 #        folder holding libstatestore.so and .a in STATESTORE_C_BUILT)
@@ -32,17 +32,19 @@ start=$SECONDS
 if [ -n "${STATESTORE_C_BUILT:-}" ]; then
   out="$STATESTORE_C_BUILT"
 else
-  # Fat LTO keeps only the code the exported functions reach, and internalises every Rust
-  # symbol: libstatestore.a goes from 40 MB (every object of std and each dependency) to 6 MB,
-  # the tarball from 12.5 MB to under 4 MB, and the .so shrinks by a sixth.
-  export CARGO_PROFILE_RELEASE_LTO=fat
-  if ! cargo zigbuild --release --quiet -p statestore-c --target "$target.$glibc"; then
+  # Built with the other client artefacts (release_build): fat LTO keeps only the code the
+  # exported functions reach, and internalises every Rust symbol: libstatestore.a goes from
+  # 40 MB (every object of std and each dependency) to 6 MB, the tarball from 12.5 MB to under
+  # 4 MB, and the .so shrinks by a sixth.
+  release_build client "$target"
+  if ! cargo build --release --quiet -p statestore-c --target "$target"; then
     # Only the linker differs: the host's gcc links against the host's glibc, so the result needs
     # that glibc or newer (the .deb's Depends below says which).
-    echo "package-c.sh: WARNING: cargo zigbuild failed; linking with the host linker instead" >&2
-    cargo build --release --quiet -p statestore-c --target "$target"
+    echo "package-c.sh: WARNING: linking through zig failed; linking with the host linker instead" >&2
+    env -u "CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_LINKER" -u "CC_$(tr '-' '_' <<<"$target")" \
+      cargo build --release --quiet -p statestore-c --target "$target"
   fi
-  target_dir="$(cargo metadata --format-version 1 --no-deps | "$PKG_PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+  target_dir="$CARGO_TARGET_DIR"
   out="$target_dir/$target/release"
 fi
 echo "   built in $((SECONDS - start)) s"

@@ -12,11 +12,12 @@ mkdir -p dist
 rm -f dist/mqtt_statestore-*.whl dist/mqtt_statestore_testing-*.whl dist/mqtt_statestore-*.tar.gz \
   dist/mqtt_statestore_testing-*.tar.gz
 
-# A target directory of its own: maturin's build flags differ from cargo-zigbuild's (the Node and
-# C artefacts), and in one directory each would rebuild every dependency of the other.
+# Each wheel's module built with the other artefacts of its set (release_build), linked by zig.
 for project in python python/testing; do
-  timeout 1800 maturin build --quiet --release --zig --compatibility manylinux2014 \
-    --interpreter "$PKG_PY" -m "$project/Cargo.toml" --out dist --target-dir target/package/python
+  case "$project" in python) set=client ;; *) set=testing ;; esac
+  (release_build "$set" x86_64-unknown-linux-gnu
+   timeout 1800 maturin build --quiet --release --compatibility manylinux2014 \
+     --target x86_64-unknown-linux-gnu --interpreter "$PKG_PY" -m "$project/Cargo.toml" --out dist)
   timeout 300 maturin sdist -m "$project/Cargo.toml" --out dist
 done
 

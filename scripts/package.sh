@@ -23,11 +23,15 @@ source scripts/lib/package-tools.sh
 source scripts/lib/groups.sh
 bash scripts/check-versions.sh
 mkdir -p dist
+marker="$(mktemp)"
+trap 'rm -f "$marker"' EXIT
 if [ $# -gt 0 ]; then
   in_groups package "$*"
 else
   in_groups package "python node c"
 fi
+# The x86_64 artefacts of each set shared their dependencies' builds (release_build).
+bash scripts/lib/check-shared-build.sh "$marker" "$RELEASE_BUILD_DIR/client" "$RELEASE_BUILD_DIR/testing"
 
 (cd dist && find . -maxdepth 2 -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs sha256sum > SHA256SUMS)
 echo "== dist/"

@@ -62,17 +62,16 @@ fi
 stage "fuzz smoke (${FUZZ_SECONDS:-10}s per target)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 
-stage examples
-# Built in one cargo run (both cores), then each run as a user would.
-cargo build --quiet -p statestore --examples
-for example in core/examples/*.rs; do
-  "${CARGO_TARGET_DIR:-target}/debug/examples/$(basename "$example" .rs)" >/dev/null
-done
-
 stage "rust tests"
 cargo test --workspace --doc
 # nextest: one process per test, each killed after 2 minutes if it hangs (.config/nextest.toml).
+# Its build compiles the examples too (as `cargo test` does), so they are not built again.
 cargo nextest run --workspace --no-tests=fail
+stage "examples and the docs' command lines"
+# Each example run as a user would, as the test build left it.
+for example in core/examples/*.rs; do
+  "${CARGO_TARGET_DIR:-target}/debug/examples/$(basename "$example" .rs)" >/dev/null
+done
 # The docs' command lines of the `statestore` tool, and docs/rust.md's [dependencies], as a
 # user runs them: `statestore` is the one the workspace built (as `cargo install --path cli`
 # installs it), the state store the lines start has the default port to itself.

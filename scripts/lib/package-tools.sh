@@ -20,16 +20,16 @@ export PATH="$PKG_BIN:$PATH"
 # The one version of every artefact: the workspace's.
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 export VERSION
+# Where release_build builds each set of release artefacts.
+RELEASE_BUILD_DIR="${RELEASE_BUILD_DIR:-${CARGO_TARGET_DIR:-$PWD/target}/package}"
 
 # zig_linker TARGET GLIBC: the environment under which plain `cargo build`, `maturin build` and
-# `napi build` all link TARGET (a Rust triple) against glibc GLIBC through zig, with
-# cargo-zigbuild's own `zig cc` (which mends the arguments rustc gives a linker). One wrapper at
-# one path for every build: cargo fingerprints the linker, so builds of the Python module, the
-# Node addon and the C library in one target directory then compile their shared dependencies
-# once (with `maturin --zig` or `cargo zigbuild`, each tool made a wrapper of its own, and each
-# build compiled every dependency again).
+# `napi build` link TARGET (a Rust triple) against glibc GLIBC through zig, by cargo-zigbuild's
+# own `zig cc` (which mends the arguments rustc gives a linker). One wrapper at one path for
+# every build: cargo fingerprints the linker, and `maturin --zig` and `cargo zigbuild` each make
+# a wrapper of their own, so their builds could not share a compiled crate.
 zig_linker() {
-  local target="$1" glibc="$2" zig_target
+  local target="$1" glibc="$2" zig_target upper lower
   zig_target="$(sed 's/-unknown-/-/' <<<"$target").$glibc"
   local wrapper="$PKG_TOOLS/zig/$target.$glibc/cc"
   if [ ! -x "$wrapper" ]; then
@@ -38,8 +38,25 @@ zig_linker() {
       "$PKG_BIN/cargo-zigbuild" "$zig_target" >"$wrapper"
     chmod +x "$wrapper"
   fi
-  local upper lower
   upper="$(tr 'a-z-' 'A-Z_' <<<"$target")"
   lower="$(tr '-' '_' <<<"$target")"
   export "CARGO_TARGET_${upper}_LINKER=$wrapper" "CC_${lower}=$wrapper"
+}
+
+# release_build SET TARGET: the build environment of one set of release artefacts for TARGET:
+# `client` (the Python module, the Node addon and the C library) or `testing` (the testing
+# modules of Python and Node). A set builds in one target directory ($RELEASE_BUILD_DIR/SET),
+# with one profile and one linker, so each crate
+# its artefacts share is compiled once (scripts/lib/check-shared-build.sh checks that). The
+# client set has fat LTO, for size: each dependency is compiled to bitcode only, and each
+# library's machine code is made once, from the code it reaches.
+release_build() {
+  local set="$1" target="$2"
+  zig_linker "$target" 2.17
+  export CARGO_TARGET_DIR="$RELEASE_BUILD_DIR/$set"
+  if [ "$set" = client ]; then
+    export CARGO_PROFILE_RELEASE_LTO=fat
+  else
+    unset CARGO_PROFILE_RELEASE_LTO
+  fi
 }

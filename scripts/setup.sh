@@ -53,10 +53,10 @@ fi
 
 # --- the aarch64 cross tools (apt) -------------------------------------------
 # qemu-user, the aarch64 cross gcc and libc, the LLVM library of Debian's cross rustc: what
-# scripts/test-arm64.sh builds and runs with (STATESTORE_TEST_ARM64=1). Installed here, before the groups run
-# side by side, so that no two apt-gets meet.
+# scripts/test-arm64.sh builds and runs with (unless STATESTORE_TEST_ARM64=0). Installed here,
+# before the groups run side by side, so that no two apt-gets meet.
 # shellcheck source=scripts/lib/arm64.sh
-if [ "${STATESTORE_TEST_ARM64:-0}" = 1 ]; then
+if [ "${STATESTORE_TEST_ARM64:-1}" = 1 ]; then
   source "$(dirname "$0")/lib/arm64.sh"
   arm64_host_tools
 fi

@@ -49,9 +49,11 @@ python3 scripts/check-links.py
 # Every code block of the README and the docs is run (here and by each test-LANG.sh) or
 # checked against what CI runs, and the checker fails on broken docs.
 python3 scripts/lib/doc-blocks.py check
-python3 scripts/lib/doc-blocks.py selftest >/dev/null
-# The release build's check that each set of artefacts compiles a shared crate once.
-bash scripts/lib/check-shared-build.sh --selftest >/dev/null
+# The checkers' self-tests (the doc-block checker's; the release build's check that each set of
+# artefacts compiles a shared crate once), whose report shows only when one fails.
+for selftest in "python3 scripts/lib/doc-blocks.py selftest" "bash scripts/lib/check-shared-build.sh --selftest"; do
+  report="$($selftest 2>&1)" || { echo "$report" >&2; echo "$selftest failed" >&2; exit 1; }
+done
 # tokio must park threads with std's locks: parking_lot's process-wide table crashes forked
 # children (third_party/README.md).
 tokio_features=$(cargo tree --workspace -e features -i tokio)

@@ -11,7 +11,7 @@ set -euo pipefail
 if [ "${1:-}" = --selftest ]; then
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
-  touch "$tmp/marker"
+  touch -d "1 minute ago" "$tmp/marker" # older than every file below, whatever the clock's grain
   deps="$tmp/set/x86_64-unknown-linux-gnu/release/deps"
   mkdir -p "$deps"
   crate() { # crate HASH SOURCE-FOLDER

@@ -18,10 +18,10 @@ rm -f dist/mqtt-statestore-*.tgz
 (cd node && timeout 600 npm install --no-package-lock --loglevel=error --omit=optional --omit=peer)
 napi() { (cd node && timeout 1800 npx --no-install napi "$@"); }
 
-# package DIR (relative to node/): builds its addon for glibc 2.17 (with the other artefacts of
-# its set: release_build) next to its loader (as
-# `npm run build` does), lays out the platform packages in DIR/npm with napi-rs's
-# create-npm-dirs, packs this machine's and the package itself.
+# package DIR (relative to node/): builds its addon for glibc 2.17, with the other artefacts of
+# its set (release_build), next to its loader (as `npm run build` does), lays out the platform
+# packages in DIR/npm with napi-rs's create-npm-dirs, packs this machine's and the package
+# itself.
 package() {
   local dir="$1" js=index.js dts=index.d.ts
   [ "$dir" = . ] && { js=native.js; dts=native.d.ts; }

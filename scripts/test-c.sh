@@ -182,7 +182,7 @@ if [ -f tests/c/scenarios.c ] && ls tests/scenarios/*.json >/dev/null 2>&1; then
   echo "== scenarios"
   run "build scenario runner" 120 gcc "${cflags[@]}" "${dyn_flags[@]}" tests/c/scenarios.c -o "$bin/scenarios" "${dyn_libs[@]}" -lcjson
   for flavour in blocking async; do
-    run "scenarios ($flavour)" 300 "$bin/scenarios" "$flavour" tests/scenarios
+    run "scenarios ($flavour)" 900 "$bin/scenarios" "$flavour" tests/scenarios
   done
   # The runner's own check: a scenario with a deliberately wrong expectation must make it exit
   # non-zero, naming the scenario and the step (a runner that accepts anything would pass

@@ -41,7 +41,7 @@ else
     # Only the linker differs: the host's gcc links against the host's glibc, so the result needs
     # that glibc or newer (the .deb's Depends below says which).
     echo "package-c.sh: WARNING: linking through zig failed; linking with the host linker instead" >&2
-    env -u "CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_LINKER" -u "CC_$(tr '-' '_' <<<"$target")" \
+    env -u "${ZIG_LINKER_VARS[0]}" -u "${ZIG_LINKER_VARS[1]}" \
       cargo build --release --quiet -p statestore-c --target "$target"
   fi
   target_dir="$CARGO_TARGET_DIR"

@@ -29,27 +29,28 @@ RELEASE_BUILD_DIR="${RELEASE_BUILD_DIR:-${CARGO_TARGET_DIR:-$PWD/target}/package
 # every build: cargo fingerprints the linker, and `maturin --zig` and `cargo zigbuild` each make
 # a wrapper of their own, so their builds could not share a compiled crate.
 zig_linker() {
-  local target="$1" glibc="$2" zig_target upper lower
+  local target="$1" glibc="$2" zig_target script
   zig_target="$(sed 's/-unknown-/-/' <<<"$target").$glibc"
   local wrapper="$PKG_TOOLS/zig/$target.$glibc/cc"
-  if [ ! -x "$wrapper" ]; then
+  script="$(printf '#!/bin/sh\nexec "%s" zig cc -- -g -fno-sanitize=all -target %s "$@"' \
+    "$PKG_BIN/cargo-zigbuild" "$zig_target")"
+  if [ "$(cat "$wrapper" 2>/dev/null)" != "$script" ]; then
     mkdir -p "$(dirname "$wrapper")"
-    printf '#!/bin/sh\nexec "%s" zig cc -- -g -fno-sanitize=all -target %s "$@"\n' \
-      "$PKG_BIN/cargo-zigbuild" "$zig_target" >"$wrapper"
+    echo "$script" >"$wrapper"
     chmod +x "$wrapper"
   fi
-  upper="$(tr 'a-z-' 'A-Z_' <<<"$target")"
-  lower="$(tr '-' '_' <<<"$target")"
-  export "CARGO_TARGET_${upper}_LINKER=$wrapper" "CC_${lower}=$wrapper"
+  # The variables set, so that a build can leave them out (`env -u`).
+  ZIG_LINKER_VARS=("CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_LINKER" "CC_$(tr '-' '_' <<<"$target")")
+  export "${ZIG_LINKER_VARS[0]}=$wrapper" "${ZIG_LINKER_VARS[1]}=$wrapper"
 }
 
 # release_build SET TARGET: the build environment of one set of release artefacts for TARGET:
 # `client` (the Python module, the Node addon and the C library) or `testing` (the testing
 # modules of Python and Node). A set builds in one target directory ($RELEASE_BUILD_DIR/SET),
-# with one profile and one linker, so each crate
-# its artefacts share is compiled once (scripts/lib/check-shared-build.sh checks that). The
-# client set has fat LTO, for size: each dependency is compiled to bitcode only, and each
-# library's machine code is made once, from the code it reaches.
+# with one profile and one linker, so each crate its artefacts share is compiled once
+# (scripts/lib/check-shared-build.sh checks that). The client set has fat LTO, for size: each
+# dependency is compiled to bitcode only, and each library's machine code is made once, from
+# the code it reaches.
 release_build() {
   local set="$1" target="$2"
   zig_linker "$target" 2.17

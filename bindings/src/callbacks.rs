@@ -13,8 +13,6 @@ thread_local! {
     static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
     /// Set while an inline callback runs on this (runtime) thread.
     static IN_INLINE_CALLBACK: Cell<bool> = const { Cell::new(false) };
-    /// Set while an `_async` function registers its completion on this thread.
-    static STARTING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Whether a callback of this library runs on this thread.
@@ -42,22 +40,15 @@ pub(crate) fn refuse_in_inline_callback() -> Result<()> {
 }
 
 /// Delivers `pending`'s result to `complete` on the runtime thread that completes the call
-/// (`STATESTORE_CALLBACKS_INLINE`), or on the dispatcher thread when the call is complete
-/// already: then the completion would run inside the `_async` function, where no callback
-/// may run.
+/// (`STATESTORE_CALLBACKS_INLINE`); core's bridge runs it on the dispatcher thread instead when
+/// the call completes inside the `_async` function, where no callback may run.
 pub(crate) fn on_complete_inline<T: Send + 'static>(
     pending: Pending<T>,
     complete: impl FnOnce(Result<T>) + Send + 'static,
 ) {
-    let outer = STARTING.with(|s| s.replace(true));
     pending.on_complete_inline(move |result| {
-        if STARTING.with(Cell::get) {
-            Pending::ready(result).on_complete(complete);
-        } else {
-            let outer = IN_INLINE_CALLBACK.with(|c| c.replace(true));
-            complete(result);
-            IN_INLINE_CALLBACK.with(|c| c.set(outer));
-        }
+        let outer = IN_INLINE_CALLBACK.with(|c| c.replace(true));
+        complete(result);
+        IN_INLINE_CALLBACK.with(|c| c.set(outer));
     });
-    STARTING.with(|s| s.set(outer));
 }

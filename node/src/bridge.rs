@@ -13,7 +13,7 @@ use napi::bindgen_prelude::{
 use napi::sys;
 use napi::{Env, JsValue};
 use napi_derive::napi;
-use statestore::bindings::{Canceller, ErrorInfo, Pending};
+use statestore::bindings::{Canceller, ErrorInfo, Pending, Started};
 use statestore::Hlc;
 
 /// A key or value as JavaScript passes it: a string (UTF-8) or a Buffer (the JS wrapper turns
@@ -301,9 +301,10 @@ where
 /// Returns a Promise settled when `pending` completes: `convert` builds the JavaScript value
 /// on the JavaScript thread; a core error rejects with [`js_error`].
 ///
-/// The result is handed over from whichever runtime thread completes the call
-/// (`on_complete_inline`: no extra thread hop) to the environment's one settling queue
-/// ([`settle`]).
+/// The call starts here ([`Pending::start`]): one that completes in its first steps (refused
+/// before sending) is settled before this returns. Any other's result is handed over from
+/// whichever runtime thread completes it (`on_complete_inline`: no extra thread hop) to the
+/// environment's one settling queue ([`settle`]).
 pub fn promise<'env, T, D, C>(
     env: &'env Env,
     pending: Pending<T>,
@@ -314,30 +315,56 @@ where
     D: ToNapiValue + 'static,
     C: FnOnce(&Env, T) -> napi::Result<D> + Send + 'static,
 {
-    let queue = settle::queue(env)?;
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
     // SAFETY: `env` is the environment of the JavaScript call running on this thread (a `&Env`
     // is only handed out there); `deferred` and `promise` are locals it writes.
     check(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
     let deferred = settle::Deferred(deferred);
+    let promise = Object::from_raw(env.raw(), promise);
+    let pending = match pending.start() {
+        Started::Done(result) => {
+            // SAFETY: on the JavaScript thread of the live `env` this call runs in.
+            unsafe { settle_with(env.raw(), deferred, result, convert) };
+            return Ok(promise);
+        }
+        Started::Running(pending) => pending,
+    };
+    let queue = settle::queue(env)?;
     queue.begin(env);
     pending.on_complete_inline(move |result| {
         queue.send(Box::new(move |raw: sys::napi_env| {
-            let env = Env::from_raw(raw);
-            let value = match result {
-                Ok(value) => convert(&env, value).and_then(|data| {
-                    // SAFETY: the queue runs each job on the environment's JavaScript thread
-                    // with its live `raw` env (`settle::call_js` drops jobs once it is gone).
-                    unsafe { D::to_napi_value(raw, data) }
-                }),
-                Err(error) => Err(js_error(&env, &error)),
-            };
-            // SAFETY: the queue runs each job on the environment's thread with its live `raw`.
-            unsafe { deferred.settle(raw, value) };
+            // SAFETY: the queue runs each job on the environment's JavaScript thread with its
+            // live `raw` env (`settle::call_js` drops jobs once it is gone).
+            unsafe { settle_with(raw, deferred, result, convert) };
         }))
     });
-    Ok(Object::from_raw(env.raw(), promise))
+    Ok(promise)
+}
+
+/// Settles `deferred` with `result`, converted by `convert` (a core error: [`js_error`]).
+///
+/// # Safety
+/// `raw` is the promise's live environment and this runs on its JavaScript thread.
+unsafe fn settle_with<T, D, C>(
+    raw: sys::napi_env,
+    deferred: settle::Deferred,
+    result: statestore::Result<T>,
+    convert: C,
+) where
+    D: ToNapiValue,
+    C: FnOnce(&Env, T) -> napi::Result<D>,
+{
+    let env = Env::from_raw(raw);
+    let value = match result {
+        Ok(value) => convert(&env, value).and_then(|data| {
+            // SAFETY: `raw` is live on this thread (this function's contract).
+            unsafe { D::to_napi_value(raw, data) }
+        }),
+        Err(error) => Err(js_error(&env, &error)),
+    };
+    // SAFETY: as above; the deferred is consumed, so it is settled exactly once.
+    unsafe { deferred.settle(raw, value) };
 }
 
 fn check(status: sys::napi_status) -> napi::Result<()> {

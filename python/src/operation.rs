@@ -1,7 +1,8 @@
 //! [`Operation`]: one core operation, through core's bridge (`Pending`): either waited for by a
 //! blocking method on the caller's thread (GIL released, Ctrl-C checked between slices) or
-//! spawned on the core runtime and delivered to an asyncio future through its loop's completion
-//! queue.
+//! started for asyncio: its first steps on the caller's thread (a call refused there returns at
+//! once), the rest on the core runtime, delivered to an asyncio future through its loop's
+//! completion queue.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,7 +13,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use statestore::Result;
 
-use crate::api::{Canceller, CompletionQueue, Pending};
+use crate::api::{Canceller, CompletionQueue, Pending, Started};
 use crate::errors::to_py;
 use crate::finalizing::{self, detach};
 
@@ -61,16 +62,16 @@ fn convert(py: Python<'_>, result: Result<Conv>) -> PyResult<Py<PyAny>> {
 }
 
 enum State {
-    /// Not started: `wait()` runs it on the caller's thread, `deliver_to()` spawns it.
+    /// Not started: `wait()` runs it on the caller's thread, `start()` starts it.
     Lazy(Work),
-    /// Spawned for asyncio.
+    /// Started for asyncio.
     Spawned(Canceller),
     /// Waited for, or cancelled before it started.
     Gone,
 }
 
 /// One core operation, not started until it is waited for or delivered. Blocking: `wait()`.
-/// Asyncio: `deliver_to(completions, future)`.
+/// Asyncio: `start(completions, loop)`.
 #[pyclass(frozen, module = "statestore._native")]
 pub struct Operation {
     state: Mutex<State>,
@@ -118,24 +119,34 @@ impl Operation {
         }
     }
 
-    /// Starts the operation on the core runtime; on completion, queues `(future, result)` on
-    /// `completions` (the completion queue of the future's event loop), which resolves it on
-    /// the loop's thread.
-    fn deliver_to(&self, completions: &Completions, future: Py<PyAny>) -> PyResult<()> {
-        let work = self.take()?;
-        let pending = Pending::spawn(work);
+    /// Starts the operation for asyncio: its first steps run on this thread, the rest on the
+    /// core runtime. `(True, result)` if it completed in them (its error is raised), which
+    /// spares the event loop a round trip; otherwise `(False, future)`, a future of
+    /// `event_loop` resolved through `completions`, the loop's completion queue.
+    fn start(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        event_loop: &Bound<'_, PyAny>,
+    ) -> PyResult<(bool, Py<PyAny>)> {
+        let pending = match Pending::spawn(self.take()?).start() {
+            Started::Done(result) => return Ok((true, convert(py, result)?)),
+            Started::Running(pending) => pending,
+        };
+        let future = event_loop.call_method0("create_future")?.unbind();
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = State::Spawned(pending.canceller());
         // Queued by the worker that completed the call, which never takes the GIL; resolved
         // by the loop's `drain()`.
+        let resolved = future.clone_ref(py);
         pending.on_complete_in(&completions.queue, move |result| {
             Python::attach(|py| {
-                if let Err(error) = resolve(py, future, result) {
+                if let Err(error) = resolve(py, resolved, result) {
                     // The loop's own error path (the future is gone or its loop closed).
                     error.write_unraisable(py, None);
                 }
             })
         });
-        Ok(())
+        Ok((false, future))
     }
 
     /// Cancels the operation (a spawned one completes with `CancelledError` if not done yet).

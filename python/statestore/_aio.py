@@ -2,12 +2,13 @@
 only queues the result on the completion queue of the caller's event loop (no GIL there) and
 wakes the loop through the queue's descriptor (a socket pair) watched with ``loop.add_reader``; the
 loop resolves the futures on its own thread, many per wake-up. No thread per call; cancelling
-the awaiting task cancels the core call."""
+the awaiting task cancels the core call. A call that completes in its first steps, on the
+caller's thread (one refused before sending), returns without a loop round trip."""
 
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from . import _native
 
@@ -32,10 +33,11 @@ async def wait(call: "_native.Operation[_T]") -> _T:
     import asyncio  # here, not at the top: `import statestore` must not load asyncio
 
     loop = asyncio.get_running_loop()
-    future: "asyncio.Future[_T]" = loop.create_future()
-    call.deliver_to(_queue(loop), future)
+    done, outcome = call.start(_queue(loop), loop)
+    if done:
+        return cast(_T, outcome)
     try:
-        return await future
+        return await cast("asyncio.Future[_T]", outcome)
     except asyncio.CancelledError:
         call.cancel()
         raise

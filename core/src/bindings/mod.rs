@@ -47,7 +47,7 @@ pub use events::{Event, EventKind, EventStream};
 pub use handles::HandleTable;
 pub use loss::lost_within;
 pub use options::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
-pub use pending::{Canceller, Pending};
+pub use pending::{Canceller, Pending, Started};
 pub use vocab::{compare_versions, set_condition, version, vocabulary, Case};
 
 /// The error for a text argument that is not valid Unicode (a string holding a lone UTF-16

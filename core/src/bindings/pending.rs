@@ -81,6 +81,18 @@ impl<T: Send + 'static> Slot<T> {
         }
     }
 
+    /// [`Slot::complete`] on the thread that started the call, inside the host's call: a
+    /// callback registered to run inline runs on the dispatcher thread instead, since
+    /// hosts are promised that no callback runs inside the call that starts it.
+    fn complete_here(&self, result: Result<T>) {
+        let mut state = self.lock();
+        if let State::Callback(_, delivery) = &mut *state {
+            *delivery = std::mem::replace(delivery, Delivery::Inline).here();
+        }
+        drop(state);
+        self.complete(result);
+    }
+
     fn is_complete(&self) -> bool {
         !matches!(*self.lock(), State::Running(_) | State::Callback(..))
     }
@@ -112,15 +124,32 @@ impl<T: Send + 'static> Slot<T> {
         Poll::Pending
     }
 
-    /// Runs `call` on the internal runtime; its result completes the slot.
-    fn start_on_runtime(self: &Arc<Self>, call: CallFuture<T>) {
+    /// Runs `call`'s first steps on this thread, and the rest (if any) on the internal
+    /// runtime; its result completes the slot.
+    ///
+    /// The first poll here is what makes a call cheap to start: a call refused before
+    /// anything is sent (a bad argument) completes without a thread hop, and any other hands
+    /// its request to the connection from the caller's thread, so the runtime thread woken
+    /// for the connection's I/O is the only one woken. Its waker does nothing: the task
+    /// spawned next polls the call again with its own, as any future must accept.
+    fn start_on_runtime(self: &Arc<Self>, mut call: CallFuture<T>) {
         if self.is_complete() {
             return; // cancelled before it started
         }
         let handle = match runtime::handle() {
             Ok(handle) => handle,
-            Err(error) => return self.complete(Err(error)),
+            Err(error) => return self.complete_here(Err(error)),
         };
+        let first = {
+            let _context = handle.enter();
+            let mut cx = Context::from_waker(Waker::noop());
+            super::catch_panic("the call", || call.as_mut().poll(&mut cx))
+        };
+        match first {
+            Ok(Poll::Pending) => {}
+            Ok(Poll::Ready(result)) => return self.complete_here(result),
+            Err(panicked) => return self.complete_here(Err(panicked)),
+        }
         let guard = CompleteOnDrop(self.clone());
         let task = handle.spawn(async move {
             let result = call.await;
@@ -136,6 +165,18 @@ impl<T: Send + 'static> Slot<T> {
         self.complete(Err(Error::Cancelled));
         if let Some(task) = self.task.get() {
             task.abort();
+        }
+    }
+}
+
+impl Delivery {
+    /// This delivery for a result known on the thread registering the callback or starting
+    /// the call, inside the host's call: no callback runs inside the call that starts it, so
+    /// an inline one runs on the dispatcher thread instead.
+    fn here(self) -> Delivery {
+        match self {
+            Delivery::Inline => Delivery::Dispatcher,
+            other => other,
         }
     }
 }
@@ -246,6 +287,19 @@ impl<T: Send + 'static> Pending<T> {
         }
     }
 
+    /// Starts the call: its first steps run on this thread, the rest on the internal runtime.
+    /// A call that completed in them (one refused before anything was sent, say) comes back
+    /// as [`Started::Done`], for a host that can then hand its result over at once instead
+    /// of through its event loop; any other as [`Started::Running`], to consume as usual.
+    pub fn start(mut self) -> Started<T> {
+        self.start_on_runtime();
+        let done = Slot::take(&mut self.slot.lock());
+        match done {
+            Some(result) => Started::Done(result),
+            None => Started::Running(self),
+        }
+    }
+
     /// Blocks the calling thread until the call completes; a call not yet started runs on
     /// this thread (under the internal runtime's context, as the blocking client's calls do).
     ///
@@ -296,6 +350,8 @@ impl<T: Send + 'static> Pending<T> {
             let mut work = std::pin::pin!(work);
             loop {
                 tokio::select! {
+                    // The call first: one complete at once never arms the timer.
+                    biased;
                     result = &mut work => return Ok(result),
                     () = tokio::time::sleep(every) => check()?,
                 }
@@ -403,7 +459,7 @@ impl<T: Send + 'static> Pending<T> {
             State::Running(_) => *state = State::Callback(callback, delivery),
             State::Done(result) => {
                 drop(state);
-                deliver(callback, result, delivery);
+                deliver(callback, result, delivery.here());
                 return;
             }
             State::Taken | State::Callback(..) => {
@@ -413,7 +469,7 @@ impl<T: Send + 'static> Pending<T> {
                     Err(Error::Internal(
                         "the result of this call was already taken".into(),
                     )),
-                    delivery,
+                    delivery.here(),
                 );
                 return;
             }
@@ -435,6 +491,15 @@ impl<T: Send + 'static> Pending<T> {
     pub fn cancel(&self) {
         self.slot.cancel();
     }
+}
+
+/// What [`Pending::start`] found after the call's first steps.
+#[derive(Debug)]
+pub enum Started<T: Send + 'static> {
+    /// The call is complete: its result.
+    Done(Result<T>),
+    /// The call goes on, on the internal runtime.
+    Running(Pending<T>),
 }
 
 impl<T: Send + 'static> Drop for Pending<T> {
@@ -654,12 +719,53 @@ mod tests {
         .wait()
         .unwrap();
         assert_eq!(ran_on, waiter);
-        // Called back, it runs on the runtime instead.
+        // Called back, its first steps run on the calling thread, the rest on the runtime.
         let (sender, results) = mpsc::channel();
-        Pending::spawn(async { Ok(std::thread::current().name().map(str::to_owned)) })
-            .on_complete_inline(move |result| sender.send(result.unwrap()).unwrap());
+        Pending::spawn(async {
+            let first = std::thread::current().id();
+            tokio::task::yield_now().await;
+            Ok((first, std::thread::current().name().map(str::to_owned)))
+        })
+        .on_complete_inline(move |result| sender.send(result.unwrap()).unwrap());
+        let (first, rest) = results.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(first, waiter);
+        assert_eq!(rest.as_deref(), Some("statestore-rt"));
+    }
+
+    #[test]
+    fn a_call_complete_in_its_first_steps_is_done_when_started() {
+        let here = std::thread::current().id();
+        let refused: Pending<u32> = Pending::spawn(async { Err(Error::Closed) });
+        assert!(matches!(refused.start(), Started::Done(Err(Error::Closed))));
+        let ran_on = match Pending::spawn(async { Ok(std::thread::current().id()) }).start() {
+            Started::Done(result) => result.unwrap(),
+            Started::Running(_) => panic!("a call with nothing to wait for is done at once"),
+        };
+        assert_eq!(ran_on, here);
+        // One that waits goes on on the runtime and completes as usual.
+        match slow(3).start() {
+            Started::Running(pending) => assert_eq!(pending.wait().unwrap(), 3),
+            Started::Done(_) => panic!("a call that sleeps is not done at once"),
+        }
+        let panicking: Pending<u32> = Pending::spawn(async { panic!("boom") });
+        assert!(matches!(
+            panicking.start(),
+            Started::Done(Err(Error::Internal(m))) if m.contains("boom")
+        ));
+    }
+
+    #[test]
+    fn an_inline_callback_never_runs_inside_the_call_that_registers_it() {
+        // Complete in its first steps, on this thread: the callback goes to the dispatcher.
+        let (sender, results) = mpsc::channel();
+        Pending::spawn(async { Ok(()) }).on_complete_inline(move |result| {
+            result.unwrap();
+            sender
+                .send(std::thread::current().name().map(str::to_owned))
+                .unwrap();
+        });
         let name = results.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(name.as_deref(), Some("statestore-rt"));
+        assert_eq!(name.as_deref(), Some("statestore-cb"));
     }
 
     #[test]

@@ -134,27 +134,47 @@ impl ToNapiValue for JsBuffer {
 }
 
 /// Builds the JavaScript error for a core error: an `Error` whose `code` is
-/// `'STATESTORE_' + name`, with the numeric core code in `errno` and `coreCode`.
+/// `'STATESTORE_' + name`, with the numeric core code in `errno` and `coreCode` (as a value:
+/// an item of a batch's results).
 pub fn js_error(env: &Env, error: &statestore::Error) -> napi::Error {
-    let info = ErrorInfo::from(error);
-    match build_error(env, &info) {
-        Ok(error) => error,
+    match error_object(env, error) {
+        Ok(object) => napi::Error::from(object.to_unknown()),
         Err(failed) => failed,
     }
 }
 
-fn build_error(env: &Env, info: &ErrorInfo) -> napi::Result<napi::Error> {
+/// Throws the [`js_error`] of a core error now, and returns the error that tells napi-rs an
+/// exception is pending (it then throws nothing more): for a native function to return at
+/// once. Cheaper than returning the [`js_error`], which napi-rs reads back (its message, its
+/// cause) and keeps behind a reference until it throws it.
+pub fn throw(env: &Env, error: &statestore::Error) -> napi::Error {
+    let object = match error_object(env, error) {
+        Ok(object) => object,
+        Err(failed) => return failed,
+    };
+    // SAFETY: `env` is the environment of the JavaScript call running on this thread (a
+    // `&Env` is only handed out there) and `object` a value made in it.
+    let status = unsafe { sys::napi_throw(env.raw(), object.raw()) };
+    if status == sys::Status::napi_ok {
+        napi::Error::new(napi::Status::PendingException, String::new())
+    } else {
+        napi::Error::from(object.to_unknown())
+    }
+}
+
+fn error_object<'env>(env: &'env Env, error: &statestore::Error) -> napi::Result<Object<'env>> {
+    let info = ErrorInfo::from(error);
     let code = format!("STATESTORE_{}", info.name);
     let mut object = env.create_error(napi::Error::new(
         napi::Status::GenericFailure,
-        info.message.clone(),
+        info.message,
     ))?;
     object.set_named_property("code", code)?;
     object.set_named_property("coreCode", info.code as i32)?;
     object.set_named_property("errno", info.code as i32)?;
     object.set_named_property("category", info.category.name())?;
     object.set_named_property("outcomeUnknown", info.outcome_unknown)?;
-    Ok(napi::Error::from(object.to_unknown()))
+    Ok(object)
 }
 
 /// How often a blocking `…Sync` call looks whether its environment is being torn down.
@@ -204,9 +224,10 @@ pub fn alive(env: &Env) -> statestore::Result<()> {
     }
 }
 
-/// A JavaScript error for a core error, thrown from a synchronous call.
+/// A JavaScript error for a core error, thrown from a synchronous call ([`throw`]: return it
+/// at once).
 pub fn sync<T>(env: &Env, result: statestore::Result<T>) -> napi::Result<T> {
-    result.map_err(|error| js_error(env, &error))
+    result.map_err(|error| throw(env, &error))
 }
 
 /// How JavaScript wants one call's result: the last argument of every native operation, so
@@ -357,11 +378,13 @@ unsafe fn settle_with<T, D, C>(
 {
     let env = Env::from_raw(raw);
     let value = match result {
-        Ok(value) => convert(&env, value).and_then(|data| {
-            // SAFETY: `raw` is live on this thread (this function's contract).
-            unsafe { D::to_napi_value(raw, data) }
-        }),
-        Err(error) => Err(js_error(&env, &error)),
+        Ok(value) => convert(&env, value)
+            .and_then(|data| {
+                // SAFETY: `raw` is live on this thread (this function's contract).
+                unsafe { D::to_napi_value(raw, data) }
+            })
+            .map(Ok),
+        Err(error) => error_object(&env, &error).map(|object| Err(object.raw())),
     };
     // SAFETY: as above; the deferred is consumed, so it is settled exactly once.
     unsafe { deferred.settle(raw, value) };
@@ -401,27 +424,33 @@ pub mod settle {
     unsafe impl Send for Deferred {}
 
     impl Deferred {
-        /// Resolves or rejects the promise.
+        /// Resolves the promise with `Ok(Ok(value))`, rejects it with `Ok(Err(reason))`, or
+        /// with the error of a conversion that failed.
         ///
         /// # Safety
         /// `env` is the promise's live environment and this runs on its thread (where the
         /// queue runs jobs).
-        pub unsafe fn settle(self, env: sys::napi_env, value: napi::Result<sys::napi_value>) {
-            match value {
-                Ok(value) => {
+        pub unsafe fn settle(
+            self,
+            env: sys::napi_env,
+            outcome: napi::Result<Result<sys::napi_value, sys::napi_value>>,
+        ) {
+            let reason = match outcome {
+                Ok(Ok(value)) => {
                     // SAFETY: `env` is live on this thread (this method's contract) and the
                     // deferred, consumed with `self`, is settled exactly once.
                     unsafe { sys::napi_resolve_deferred(env, self.0, value) };
+                    return;
                 }
-                Err(error) => {
-                    // SAFETY: `env` is live on this thread (this method's contract).
-                    let reason =
-                        unsafe { napi::bindgen_prelude::ToNapiValue::to_napi_value(env, error) }
-                            .unwrap_or(ptr::null_mut());
-                    // SAFETY: as for resolving: live `env`, a deferred settled exactly once.
-                    unsafe { sys::napi_reject_deferred(env, self.0, reason) };
+                Ok(Err(reason)) => reason,
+                // SAFETY: `env` is live on this thread (this method's contract).
+                Err(error) => unsafe {
+                    napi::bindgen_prelude::ToNapiValue::to_napi_value(env, error)
                 }
-            }
+                .unwrap_or(ptr::null_mut()),
+            };
+            // SAFETY: as for resolving: live `env`, a deferred settled exactly once.
+            unsafe { sys::napi_reject_deferred(env, self.0, reason) };
         }
     }
 

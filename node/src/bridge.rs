@@ -165,10 +165,8 @@ pub fn throw(env: &Env, error: &statestore::Error) -> napi::Error {
 fn error_object<'env>(env: &'env Env, error: &statestore::Error) -> napi::Result<Object<'env>> {
     let info = ErrorInfo::from(error);
     let code = format!("STATESTORE_{}", info.name);
-    let mut object = env.create_error(napi::Error::new(
-        napi::Status::GenericFailure,
-        info.message,
-    ))?;
+    let mut object =
+        env.create_error(napi::Error::new(napi::Status::GenericFailure, info.message))?;
     object.set_named_property("code", code)?;
     object.set_named_property("coreCode", info.code as i32)?;
     object.set_named_property("errno", info.code as i32)?;
@@ -444,10 +442,10 @@ pub mod settle {
                 }
                 Ok(Err(reason)) => reason,
                 // SAFETY: `env` is live on this thread (this method's contract).
-                Err(error) => unsafe {
-                    napi::bindgen_prelude::ToNapiValue::to_napi_value(env, error)
+                Err(error) => {
+                    unsafe { napi::bindgen_prelude::ToNapiValue::to_napi_value(env, error) }
+                        .unwrap_or(ptr::null_mut())
                 }
-                .unwrap_or(ptr::null_mut()),
             };
             // SAFETY: as for resolving: live `env`, a deferred settled exactly once.
             unsafe { sys::napi_reject_deferred(env, self.0, reason) };

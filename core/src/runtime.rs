@@ -61,12 +61,12 @@ impl ThreadCount {
 
 static RUNTIME: Lazy<Mutex<Option<Owned>>> = Lazy::new(|| Mutex::new(None));
 
-/// Worker threads of the internal runtime. Request handling is light, and one worker wakes
-/// once per wake-up: with two, tokio wakes the idle one whenever the other finds work (so that
-/// one keeps looking), and a call made from outside the runtime cost about two thread switches
-/// more (the bindings benchmark's `ctx_switches_per_op`: 6 to 8 with two, 4 with one), with no
-/// throughput gained at 64 in flight. Blocking work never runs on it (`spawn_blocking`, and
-/// blocking calls are refused there).
+/// Worker threads of the internal runtime: one. Request handling is light, and with two,
+/// tokio wakes the idle worker whenever the other finds work (so that one keeps looking): a
+/// call made from outside the runtime cost about two thread switches more (the bindings
+/// benchmark's `ctx_switches_per_op`: 6 to 8 with two, 4 with one), with no throughput gained
+/// at 64 in flight. Blocking work never runs on it (`spawn_blocking`, and blocking calls are
+/// refused there).
 const WORKER_THREADS: usize = 1;
 
 thread_local! {

@@ -63,6 +63,17 @@ impl<T: Send + 'static> Slot<T> {
 
     /// Records the result unless one already was (a cancellation can race the completion).
     fn complete(&self, result: Result<T>) {
+        self.finish(result, false);
+    }
+
+    /// [`Slot::complete`] on the thread that started the call, inside the host's call: a
+    /// callback registered to run inline runs on the dispatcher thread instead, since
+    /// hosts are promised that no callback runs inside the call that starts it.
+    fn complete_here(&self, result: Result<T>) {
+        self.finish(result, true);
+    }
+
+    fn finish(&self, result: Result<T>, here: bool) {
         let mut state = self.lock();
         match std::mem::replace(&mut *state, State::Taken) {
             State::Running(waker) => {
@@ -75,22 +86,11 @@ impl<T: Send + 'static> Slot<T> {
             }
             State::Callback(callback, delivery) => {
                 drop(state);
+                let delivery = if here { delivery.here() } else { delivery };
                 deliver(callback, result, delivery);
             }
             done @ (State::Done(_) | State::Taken) => *state = done,
         }
-    }
-
-    /// [`Slot::complete`] on the thread that started the call, inside the host's call: a
-    /// callback registered to run inline runs on the dispatcher thread instead, since
-    /// hosts are promised that no callback runs inside the call that starts it.
-    fn complete_here(&self, result: Result<T>) {
-        let mut state = self.lock();
-        if let State::Callback(_, delivery) = &mut *state {
-            *delivery = std::mem::replace(delivery, Delivery::Inline).here();
-        }
-        drop(state);
-        self.complete(result);
     }
 
     fn is_complete(&self) -> bool {

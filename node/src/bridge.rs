@@ -441,8 +441,8 @@ pub mod settle {
                     return;
                 }
                 Ok(Err(reason)) => reason,
-                // SAFETY: `env` is live on this thread (this method's contract).
                 Err(error) => {
+                    // SAFETY: `env` is live on this thread (this method's contract).
                     unsafe { napi::bindgen_prelude::ToNapiValue::to_napi_value(env, error) }
                         .unwrap_or(ptr::null_mut())
                 }

@@ -13,7 +13,7 @@
 #
 # Usage: scripts/bench-bindings.sh [--quick | --smoke] [--out DIR] [--filter TEXT]
 #                                  [--flavours rust-async,python-async,...]
-#   (full profile by default: ~25 minutes; --quick: under 3 minutes once installed)
+#   (full profile by default: ~30 minutes; --quick: about 4 minutes once installed)
 # Environment: BENCH_SKIP_INSTALL=1 reuses what is installed without checking for changes;
 # STATESTORE_DIST_READY=1 takes dist/ as built from the current sources (CI builds it first).
 set -uo pipefail

@@ -99,6 +99,9 @@ for name in expected:
             if not all((s.get(f) or 0) > 0 for f in ("loop_s", "batch_s", "batch_speedup")):
                 bad.append(f"{s['name']}: loop_s {s.get('loop_s')}, batch_s {s.get('batch_s')}, "
                            f"batch_speedup {s.get('batch_speedup')}")
+        elif s["kind"] == "idle":
+            if not (s.get("elapsed_s") or 0) > 0 or not isinstance(s.get("idle_cpu_ms"), (int, float)):
+                bad.append(f"{s['name']}: idle window {s.get('elapsed_s')}, CPU {s.get('idle_cpu_ms')}")
         measured += 1
     available = flavours.get(name, {}).get("unavailable") is None
     if name not in ("python-paho", "node-mqttjs"):
@@ -108,6 +111,7 @@ for name in expected:
         missing = [want for want in ("get", "set", "0ms", "1ms") if not any(want in b for b in batches)]
         check(f"{name}: batch items, get and set, on loopback and with 1 ms added each way", not missing,
               "missing " + ", ".join(missing))
+        check(f"{name}: an idle item", any(s.get("kind") == "idle" for s in items))
     check(f"{name}: every item measured or unavailable with a reason ({measured}/{len(items)} measured)",
           not bad and len(items) > 0 and (measured > 0 or not available), "; ".join(bad[:5]))
 print(f"{passed} passed, {failed} failed")

@@ -7,8 +7,9 @@
  * fail validation before any I/O, ns per call), `memory` (many operations, each also
  * allocating and freeing an options handle and, for the blocking calls, the result structs,
  * while resident memory is sampled) and `batch` (`--ops` keys as a loop of single calls, each
- * waited for, then as one statestore_get_many/statestore_set_many: loop_s, batch_s). Prints one
- * line `RESULT <json>`.
+ * waited for, then as one statestore_get_many/statestore_set_many: loop_s, batch_s) and `idle` (a
+ * connected client observing a key, idle for `--seconds`: the process's CPU and context switches
+ * over that time). Prints one line `RESULT <json>`.
  *
  * Build: cc -O2 -std=c11 -Wall -Wextra -Werror c_driver.c $(pkg-config --cflags --libs statestore) -lpthread
  */
@@ -626,6 +627,55 @@ static int run_batch(bool async, bool dispatch) {
     return 0;
 }
 
+/* --- idle: a connected client observing a key, doing nothing ----------------------------------- */
+
+static atomic_int idle_events;
+
+static void idle_event(void *user_data, const statestore_event *event) {
+    (void)user_data;
+    if (event) atomic_fetch_add(&idle_events, 1);
+}
+
+/* The idle application of each flavour: `async` gets events by callback while its thread
+ * sleeps; `dispatch` waits in its own poll loop on the completion fd alone; `sync` is a thread
+ * blocked in statestore_observation_next. */
+static int run_idle(bool async, bool dispatch) {
+    statestore_observation *observation = NULL;
+    int fd = -1;
+    if (statestore_observe(client, (const uint8_t *)"bench-idle", 10, &observation) != STATESTORE_OK ||
+        (async && statestore_observation_set_callback(observation, idle_event, NULL) != STATESTORE_OK) ||
+        (dispatch && statestore_completion_fd(client, &fd) != STATESTORE_OK)) {
+        json_error("error", statestore_last_error_message());
+        return 1;
+    }
+    double cpu = cpu_seconds(), switches = ctx_switches();
+    uint64_t started = now_ns(), until = started + (uint64_t)(A.seconds * 1e9);
+    statestore_status waited = STATESTORE_ERR_TIMEOUT;
+    if (dispatch) {
+        for (uint64_t now; (now = now_ns()) < until;) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            if (poll(&p, 1, (int)((until - now + 999999) / 1000000)) > 0) statestore_dispatch(client, NULL);
+        }
+    } else if (async) {
+        sleep_s(A.seconds);
+    } else {
+        statestore_event *event = NULL;
+        waited = statestore_observation_next(observation, (int64_t)(A.seconds * 1000), &event);
+        statestore_event_free(event);
+    }
+    double elapsed = (double)(now_ns() - started) / 1e9;
+    double cpu_ms = (cpu_seconds() - cpu) * 1e3, idle_switches = ctx_switches() - switches;
+    statestore_observation_free(observation);
+    if (waited != STATESTORE_ERR_TIMEOUT || atomic_load(&idle_events) > 0) {
+        json_error("error", "an idle observation gave an event");
+        return 1;
+    }
+    printf("RESULT {\"elapsed_s\": %.6f, \"idle_cpu_ms\": %.3f, \"idle_ctx_switches\": %.0f}\n", elapsed, cpu_ms,
+           idle_switches);
+    fflush(stdout);
+    return 0;
+}
+
 /* --- main --------------------------------------------------------------------------------------- */
 
 static void usage(const char *arg) {
@@ -679,6 +729,8 @@ int main(int argc, char **argv) {
         rc = run_boundary(async);
     } else if (!strcmp(A.test, "batch")) {
         rc = run_batch(async, dispatch);
+    } else if (!strcmp(A.test, "idle")) {
+        rc = run_idle(async, dispatch);
     } else {
         for (int i = 0; i < A.inflight; i++) {
             char key[32];

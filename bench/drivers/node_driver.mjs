@@ -5,8 +5,10 @@
 // connection) and `mqttjs` (the state
 // store protocol spoken by hand over mqtt.js, MQTT 5, TCP_NODELAY: the baseline a Node user
 // would otherwise write). Tests: `probe`, `throughput`, `boundary` (calls that fail validation
-// before any I/O, ns per call), `memory` (many operations while resident memory is sampled) and
-// `batch` (`--ops` keys as a loop of single calls, then as one getMany/setMany: loop_s, batch_s).
+// before any I/O, ns per call), `memory` (many operations while resident memory is sampled),
+// `batch` (`--ops` keys as a loop of single calls, then as one getMany/setMany: loop_s, batch_s)
+// and `idle` (a connected client observing a key, idle for `--seconds`: the process's CPU and
+// context switches over that time).
 //
 // Packages are loaded from `--modules DIR` (a folder with node_modules/mqtt-statestore and
 // node_modules/mqtt). Prints one line `RESULT <json>`.
@@ -253,6 +255,16 @@ async function batch(client, sync) {
   };
 }
 
+// The CPU and context switches of this whole process from its creation on (`idle`).
+function idleMeter() {
+  const [cpu, switches, started] = [cpuSeconds(), ctxSwitches(), performance.now()];
+  return () => ({
+    elapsed_s: (performance.now() - started) / 1000,
+    idle_cpu_ms: (cpuSeconds() - cpu) * 1000,
+    idle_ctx_switches: ctxSwitches() - switches,
+  });
+}
+
 // --- statestore Client: Promises ---------------------------------------------------------------
 
 async function runPromise(statestore) {
@@ -260,6 +272,15 @@ async function runPromise(statestore) {
   try {
     const value = Buffer.alloc(args.size, 'v');
     if (args.test === 'batch') return await batch(client, false);
+    if (args.test === 'idle') {
+      // The observation is open and the event loop waits on a timer, as an idle application's does.
+      const observation = client.observe('bench-idle');
+      await observation.ready;
+      const figures = idleMeter();
+      await sleep(args.seconds * 1000);
+      observation.close();
+      return figures();
+    }
     if (args.test === 'boundary') {
       const calls = args.ops ?? 100_000;
       const started = process.hrtime.bigint();
@@ -311,6 +332,16 @@ async function runSync(statestore) {
   try {
     const value = Buffer.alloc(args.size, 'v');
     if (args.test === 'batch') return await batch(client, true);
+    if (args.test === 'idle') {
+      // The JS thread blocked waiting for the next change, as a Sync reader is.
+      const observation = client.observeSync('bench-idle');
+      const figures = idleMeter();
+      const event = observation.nextSync({ timeout: args.seconds * 1000 });
+      const measured = figures();
+      observation.close();
+      if (event !== null) throw new Error(`an idle observation gave ${JSON.stringify(event)}`);
+      return measured;
+    }
     if (args.test === 'boundary') {
       const calls = args.ops ?? 100_000;
       const started = process.hrtime.bigint();

@@ -6,8 +6,10 @@ threads sharing one client) and `paho` (the state store protocol spoken by hand 
 paho-mqtt, MQTT 5, TCP_NODELAY: the baseline a Python user would otherwise write).
 Tests: `probe` (can the flavour run here?), `throughput` (warm-up, then a measuring window or
 an operation cap), `boundary` (calls that fail validation before any I/O, ns per call),
-`memory` (many operations while resident memory is sampled) and `batch` (`--ops` keys as a
-loop of single calls, then as one `get_many`/`set_many`: `loop_s`, `batch_s`).
+`memory` (many operations while resident memory is sampled), `batch` (`--ops` keys as a
+loop of single calls, then as one `get_many`/`set_many`: `loop_s`, `batch_s`) and `idle` (a
+connected client observing a key, idle for `--seconds`: the process's CPU and context
+switches over that time).
 
 Prints one line `RESULT <json>`: the figures, `{"unavailable": reason}` when the flavour
 cannot run here, or `{"error": ...}` when it failed.
@@ -272,6 +274,18 @@ def batch_calls(client: Any, awaited: bool) -> Tuple[Callable[..., Awaitable[Any
     return one, many
 
 
+class IdleMeter:
+    """The CPU and context switches of this whole process from its creation on (`idle`)."""
+
+    def __init__(self) -> None:
+        self.cpu, self.switches, self.started = cpu_seconds(), ctx_switches(), time.perf_counter()
+
+    def figures(self) -> Dict[str, Any]:
+        return {"elapsed_s": time.perf_counter() - self.started,
+                "idle_cpu_ms": (cpu_seconds() - self.cpu) * 1e3,
+                "idle_ctx_switches": ctx_switches() - self.switches}
+
+
 # --- statestore.AsyncClient ---------------------------------------------------------------
 
 
@@ -283,6 +297,14 @@ async def run_async(args: argparse.Namespace) -> Dict[str, Any]:
         value = b"v" * args.size
         if args.test == "boundary":
             return await boundary_async(client, args.ops or 100_000)
+        if args.test == "idle":
+            # The observation is open and the event loop sleeps, as an idle application's does.
+            observation = await client.observe(b"bench-idle")
+            meter = IdleMeter()
+            await asyncio.sleep(args.seconds)
+            figures = meter.figures()
+            observation.close()
+            return figures
         if args.test == "batch":
             return await batch(args, *batch_calls(client, awaited=True))
         for slot in range(args.inflight):
@@ -346,6 +368,15 @@ def run_sync(args: argparse.Namespace) -> Dict[str, Any]:
         value = b"v" * args.size
         if args.test == "batch":
             return asyncio.run(batch(args, *batch_calls(client, awaited=False)))
+        if args.test == "idle":
+            # A thread blocked waiting for the next change, as a sync application's reader is.
+            with client.observe(b"bench-idle") as observation:
+                meter = IdleMeter()
+                event = observation.next(timeout=args.seconds)
+                figures = meter.figures()
+            if event is not None:
+                raise RuntimeError(f"an idle observation gave {event!r}")
+            return figures
         if args.test == "boundary":
             calls = args.ops or 100_000
             started = time.perf_counter_ns()
@@ -550,7 +581,7 @@ def probe(flavour: str) -> Dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flavour", choices=["async", "sync", "paho"], required=True)
-    parser.add_argument("--test", choices=["probe", "throughput", "boundary", "memory", "batch"], default="throughput")
+    parser.add_argument("--test", choices=["probe", "throughput", "boundary", "memory", "batch", "idle"], default="throughput")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=1883)
     parser.add_argument("--op", choices=["set", "get", "mix"], default="set")

@@ -77,7 +77,7 @@ enum Command {
 /// Arguments of `statestore-bench bindings`.
 #[derive(Debug, clap::Args)]
 struct BindingsArgs {
-    /// Under three minutes: 1 and 64 in flight, 0.2 s windows, 20 000-op memory runs.
+    /// 1 and 64 in flight, 0.2 s windows, 20 000-op memory runs, 5 s idle runs (a few minutes).
     #[arg(long)]
     quick: bool,
     /// A few operations of everything: checks that every driver runs and counts.

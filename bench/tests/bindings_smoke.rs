@@ -63,6 +63,13 @@ fn rust_flavours_measure_and_a_missing_package_is_unavailable() {
                         "{}",
                         r.name
                     ),
+                    "idle" => assert!(
+                        r.figures.elapsed_s > 0.0
+                            && r.idle_cpu_ms.is_some_and(|ms| ms >= 0.0)
+                            && r.idle_ctx_switches.is_some(),
+                        "{}",
+                        r.name
+                    ),
                     other => panic!("unknown kind {other}"),
                 }
             }
@@ -77,7 +84,7 @@ fn rust_flavours_measure_and_a_missing_package_is_unavailable() {
         .iter()
         .all(|r| r.ratio_to_rust_async.is_some() && r.ratio_to_baseline.is_none()));
     let checks = targets::evaluate(&results);
-    assert_eq!(checks.len(), 8);
+    assert_eq!(checks.len(), 9);
     let dir = tempfile::tempdir().expect("temp dir");
     let written = report::write_files(dir.path(), profile.name, &probes, &results, &checks, None)
         .expect("written");

@@ -1,6 +1,6 @@
 //! `bindings.md`: the bindings run as Markdown tables (throughput and median latency per cell
-//! and flavour, the ratios the targets use, the boundary and memory tests), then the
-//! unavailable flavours and the failed items.
+//! and flavour, the ratios the targets use, the boundary, memory, batch and idle tests), then
+//! the unavailable flavours and the failed items.
 
 use std::fmt::Write as _;
 
@@ -28,6 +28,7 @@ pub fn render(probes: &[Probe], results: &[BindingResult]) -> String {
     boundary_table(&mut out, results);
     memory_table(&mut out, results);
     batch_table(&mut out, results);
+    idle_table(&mut out, results);
     let unavailable = probes
         .iter()
         .filter_map(|p| Some((p.flavour.to_string(), p.unavailable.as_deref()?)));
@@ -234,8 +235,8 @@ fn switches_table(
     });
 }
 
-/// One row per flavour that ran a `kind` test, under `title`: the boundary, memory and batch
-/// tests have no cell but the flavour (a batch row per op and delay).
+/// One row per flavour that ran a `kind` test, under `title`: the boundary, memory, batch and
+/// idle tests have no cell but the flavour (a batch row per op and delay).
 fn per_flavour_table(
     out: &mut String,
     results: &[BindingResult],
@@ -317,6 +318,26 @@ fn batch_table(out: &mut String, results: &[BindingResult]) {
             format!("{:.1}", per_key(r.loop_s)),
             format!("{:.1}", per_key(r.batch_s)),
             format!("{:.1}", r.batch_speedup?),
+        ])
+    });
+}
+
+fn idle_table(out: &mut String, results: &[BindingResult]) {
+    let title = "Idle (a connected client with an open observation doing nothing; CPU and \
+                 context switches of the whole driver process)";
+    let names = [
+        "flavour",
+        "idle (s)",
+        "CPU (ms)",
+        "CPU per 20 s (ms)",
+        "context switches",
+    ];
+    per_flavour_table(out, results, ("idle", title), &names, |r| {
+        Some(vec![
+            format!("{:.1}", r.figures.elapsed_s),
+            format!("{:.1}", r.idle_cpu_ms?),
+            format!("{:.1}", r.idle_cpu_ms_per_20s()?),
+            r.idle_ctx_switches?.to_string(),
         ])
     });
 }

@@ -163,7 +163,9 @@ impl Flavour {
     /// Why this flavour cannot run `test` at all (the cell is reported, not run).
     pub fn unsupported(self, test: &Test) -> Option<&'static str> {
         match (self, test) {
-            (f, Test::Boundary | Test::Memory | Test::Batch { .. }) if f.is_baseline() => {
+            (f, Test::Boundary | Test::Memory | Test::Batch { .. } | Test::Idle)
+                if f.is_baseline() =>
+            {
                 Some("not applicable to a by-hand baseline")
             }
             _ => None,
@@ -214,6 +216,9 @@ pub enum Test {
         /// proxy, milliseconds (0: plain loopback).
         delay_ms: u64,
     },
+    /// A connected client with an open observation, idle for the profile's idle window: the
+    /// CPU and context switches of the driver process over it.
+    Idle,
 }
 
 impl Test {
@@ -234,6 +239,7 @@ impl Test {
             Test::Boundary => "boundary".to_owned(),
             Test::Memory => "memory".to_owned(),
             Test::Batch { op, delay_ms } => format!("batch/{}/{delay_ms}ms", op.label()),
+            Test::Idle => "idle".to_owned(),
         }
     }
 }
@@ -279,6 +285,8 @@ pub struct BindingsProfile {
     pub batch_keys: u64,
     /// The batch tests: op and one-way delay in milliseconds (0: plain loopback).
     pub batches: Vec<(Op, u64)>,
+    /// How long the idle test's client does nothing.
+    pub idle: Duration,
 }
 
 impl BindingsProfile {
@@ -297,11 +305,12 @@ impl BindingsProfile {
             memory_ops: 1_000_000,
             batch_keys: 1000,
             batches: vec![(Op::Get, 0), (Op::Set, 0), (Op::Get, 1), (Op::Set, 1)],
+            idle: Duration::from_secs(20),
         }
     }
 
-    /// Under three minutes: the depths the targets use (1 and 64), 0.2 s windows, 20 000-op
-    /// memory runs.
+    /// The depths the targets use (1 and 64), 0.2 s windows, 20 000-op memory runs, 5 s
+    /// idle runs.
     pub fn quick() -> Self {
         Self {
             name: "quick",
@@ -310,6 +319,7 @@ impl BindingsProfile {
             in_flight: vec![1, 64],
             boundary_calls: 20_000,
             memory_ops: 20_000,
+            idle: Duration::from_secs(5),
             ..Self::full()
         }
     }
@@ -329,6 +339,7 @@ impl BindingsProfile {
             // Each op once and each delay once: every flavour's batch calls run, in seconds.
             batch_keys: 20,
             batches: vec![(Op::Get, 0), (Op::Set, 1)],
+            idle: Duration::from_millis(500),
         }
     }
 
@@ -343,7 +354,7 @@ impl BindingsProfile {
     }
 
     /// Every item of the run, grouped by cell so that the flavours of one cell are measured
-    /// back to back; boundary, memory and batch tests last.
+    /// back to back; boundary, memory, batch and idle tests last.
     pub fn items(&self, flavours: &[Flavour]) -> Vec<Item> {
         let mut items = Vec::new();
         for &broker in &self.brokers {
@@ -369,7 +380,8 @@ impl BindingsProfile {
             .batches
             .iter()
             .map(|&(op, delay_ms)| Test::Batch { op, delay_ms });
-        for test in [Test::Boundary, Test::Memory].into_iter().chain(batches) {
+        let tests = [Test::Boundary, Test::Memory].into_iter().chain(batches);
+        for test in tests.chain([Test::Idle]) {
             for &flavour in flavours {
                 items.push(Item { flavour, test });
             }
@@ -392,6 +404,7 @@ impl BindingsProfile {
             Test::Throughput { .. } => {
                 self.warmup + self.measure.min(Duration::from_secs(60)) + grace
             }
+            Test::Idle => self.idle + grace,
         }
     }
 }
@@ -399,7 +412,7 @@ impl BindingsProfile {
 /// The arguments every driver takes.
 #[derive(Debug, Clone)]
 pub struct DriverArgs {
-    /// `probe`, `throughput`, `boundary`, `memory` or `batch`.
+    /// `probe`, `throughput`, `boundary`, `memory`, `batch` or `idle`.
     pub test: &'static str,
     /// `set`, `get` or `mix`.
     pub op: &'static str,
@@ -463,6 +476,10 @@ impl DriverArgs {
                 args.op = op.label();
                 args.ops = Some(profile.batch_keys);
             }
+            Test::Idle => {
+                args.test = "idle";
+                args.seconds = profile.idle.as_secs_f64();
+            }
         }
         args
     }
@@ -515,13 +532,14 @@ mod tests {
     fn quick_covers_the_target_cells_of_every_flavour() {
         let items = BindingsProfile::quick().items(&Flavour::ALL);
         // 2 brokers x 2 sizes x 2 depths x 2 ops x 11 flavours + boundary + memory + batch
-        // (2 ops x 2 delays).
-        assert_eq!(items.len(), 2 * 2 * 2 * 2 * 11 + 2 * 11 + 4 * 11);
+        // (2 ops x 2 delays) + idle.
+        assert_eq!(items.len(), 2 * 2 * 2 * 2 * 11 + 2 * 11 + 4 * 11 + 11);
         let names: std::collections::BTreeSet<String> = items.iter().map(Item::name).collect();
         assert_eq!(names.len(), items.len());
         assert!(names.contains("python-async/set/16B/64/embedded"));
         assert!(names.contains("c-blocking/get/1KiB/1/mosquitto"));
         assert!(names.contains("node-promise/memory"));
+        assert!(names.contains("c-dispatch/idle"));
         assert!(names.contains("c-dispatch/set/16B/1/embedded"));
     }
 

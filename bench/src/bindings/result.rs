@@ -48,6 +48,10 @@ pub struct BindingResult {
     pub batch_s: Option<f64>,
     /// Batch test: `loop_s / batch_s`, how many times faster the batch is.
     pub batch_speedup: Option<f64>,
+    /// Idle test: CPU of the driver process over its idle window (`elapsed_s`), ms.
+    pub idle_cpu_ms: Option<f64>,
+    /// Idle test: context switches of the driver process over its idle window.
+    pub idle_ctx_switches: Option<u64>,
     /// Throughput divided by the Rust async client's in the same cell.
     pub ratio_to_rust_async: Option<f64>,
     /// Throughput divided by the Rust client of the same kind (async or blocking).
@@ -86,6 +90,7 @@ impl BindingResult {
                 Some(Broker::Embedded),
             ),
             Test::Batch { op, .. } => ("batch", Some(op), None, None, Some(Broker::Embedded)),
+            Test::Idle => ("idle", None, None, None, Some(Broker::Embedded)),
         };
         let batch_delay_ms = match item.test {
             Test::Batch { delay_ms, .. } => Some(delay_ms),
@@ -108,6 +113,8 @@ impl BindingResult {
             loop_s: None,
             batch_s: None,
             batch_speedup: None,
+            idle_cpu_ms: None,
+            idle_ctx_switches: None,
             ratio_to_rust_async: None,
             ratio_to_rust: None,
             p50_delta_rust_us: None,
@@ -160,7 +167,17 @@ impl BindingResult {
             (Some(looped), Some(batch)) if batch > 0.0 => Some(looped / batch),
             _ => None,
         };
+        r.idle_cpu_ms = out.idle_cpu_ms;
+        r.idle_ctx_switches = out.idle_ctx_switches;
         let error = &mut r.outcome.error;
+        if r.unavailable.is_none() && error.is_none() && item.test == Test::Idle {
+            if r.idle_cpu_ms.is_none() || r.figures.elapsed_s <= 0.0 {
+                *error = Some("the idle run has no CPU time or window".to_owned());
+            }
+            // Its one operation is the observation it opened.
+            r.outcome.ops = r.outcome.ops.max(1);
+            return r;
+        }
         if r.unavailable.is_none() && error.is_none() && r.outcome.ops == 0 {
             *error = Some("the driver measured no operation".to_owned());
         }
@@ -243,6 +260,20 @@ pub struct DriverOutput {
     pub loop_s: Option<f64>,
     /// Batch test: seconds of the batch call.
     pub batch_s: Option<f64>,
+    /// Idle test: CPU over the idle window, ms.
+    pub idle_cpu_ms: Option<f64>,
+    /// Idle test: context switches over the idle window.
+    pub idle_ctx_switches: Option<u64>,
+}
+
+impl BindingResult {
+    /// Idle test: CPU per 20 s idle, ms (the target's unit, whatever the profile's window).
+    pub fn idle_cpu_ms_per_20s(&self) -> Option<f64> {
+        let window = self.figures.elapsed_s;
+        self.idle_cpu_ms
+            .filter(|_| window > 0.0)
+            .map(|ms| ms * 20.0 / window)
+    }
 }
 
 /// The outcome of probing one flavour.
@@ -297,5 +328,24 @@ mod tests {
         assert_eq!(r.kind, "batch");
         assert_eq!(r.batch_delay_ms, Some(1));
         assert!((r.batch_speedup.unwrap_or(0.0) - 20.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_idle_result_needs_its_cpu_and_window_and_is_scaled_to_20_seconds() {
+        let item = Item {
+            flavour: Flavour::NodePromise,
+            test: Test::Idle,
+        };
+        assert!(BindingResult::from_output(item, DriverOutput::default()).failed_run());
+        let measured = DriverOutput {
+            elapsed_s: Some(5.0),
+            idle_cpu_ms: Some(3.0),
+            idle_ctx_switches: Some(40),
+            ..DriverOutput::default()
+        };
+        let r = BindingResult::from_output(item, measured);
+        assert!(r.ok(), "{:?}", r.outcome.error);
+        assert_eq!(r.kind, "idle");
+        assert!((r.idle_cpu_ms_per_20s().unwrap_or(0.0) - 12.0).abs() < 1e-9);
     }
 }

@@ -190,7 +190,7 @@ pub fn run(
 async fn run_one(profile: &BindingsProfile, tools: &Tools, item: Item) -> BindingResult {
     let broker = match item.test {
         Test::Throughput { broker, .. } => broker,
-        Test::Boundary | Test::Memory | Test::Batch { .. } => Broker::Embedded,
+        Test::Boundary | Test::Memory | Test::Batch { .. } | Test::Idle => Broker::Embedded,
     };
     // Mosquitto lives as long as the item: each one starts from an empty broker.
     let mosquitto = match broker {

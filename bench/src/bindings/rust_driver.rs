@@ -24,7 +24,7 @@ pub struct RustDriverArgs {
     /// `async` or `blocking`.
     #[arg(long)]
     pub flavour: String,
-    /// `probe`, `throughput`, `boundary`, `memory` or `batch`.
+    /// `probe`, `throughput`, `boundary`, `memory`, `batch` or `idle`.
     #[arg(long, default_value = "throughput")]
     pub test: String,
     /// The broker's host.
@@ -71,6 +71,7 @@ pub fn run(args: &RustDriverArgs) -> Value {
         "memory" => memory(args, blocking),
         "boundary" => boundary(args, blocking),
         "batch" => batch(args, blocking),
+        "idle" => idle(args, blocking),
         other => Err(format!("unknown test {other:?}")),
     };
     outcome.unwrap_or_else(|error| json!({ "error": error }))
@@ -207,6 +208,73 @@ fn boundary(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
         "errors": 0,
         "ns_per_call": elapsed.as_nanos() as f64 / calls as f64,
     }))
+}
+
+/// The CPU and context switches of this whole process from [`IdleMeter::start`] on: what a
+/// connected client with an open observation costs while nothing happens (the `idle` test).
+struct IdleMeter {
+    cpu: Duration,
+    switches: u64,
+    started: Instant,
+}
+
+impl IdleMeter {
+    fn start() -> Self {
+        Self {
+            cpu: resources::process_cpu(),
+            switches: resources::process_ctx_switches(),
+            started: Instant::now(),
+        }
+    }
+
+    fn figures(&self) -> Value {
+        json!({
+            "elapsed_s": self.started.elapsed().as_secs_f64(),
+            "idle_cpu_ms": (resources::process_cpu() - self.cpu).as_secs_f64() * 1e3,
+            "idle_ctx_switches": resources::process_ctx_switches() - self.switches,
+        })
+    }
+}
+
+/// A connected client observing a key, idle for `--seconds`: the async flavour sleeps in its
+/// runtime, the blocking one waits for the observation's next event on its thread.
+fn idle(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
+    let options = ConnectOptions::new(args.host.clone(), args.port);
+    let window = secs(args.seconds);
+    let key = Bytes::from_static(b"bench-idle");
+    if blocking {
+        let client = statestore::blocking::Client::connect(options)
+            .map_err(|e| format!("blocking client cannot connect: {e}"))?;
+        let mut observation = client
+            .observe(key)
+            .map_err(|e| format!("observe failed: {e}"))?;
+        let meter = IdleMeter::start();
+        let waited = observation.next_timeout(window);
+        let figures = meter.figures();
+        let _ = client.close();
+        return match waited {
+            Ok(None) => Ok(figures),
+            other => Err(format!("an idle observation gave {other:?}")),
+        };
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the tokio runtime: {e}"))?
+        .block_on(async {
+            let client = statestore::Client::connect(options)
+                .await
+                .map_err(|e| format!("async client cannot connect: {e}"))?;
+            let _observation = client
+                .observe(key)
+                .await
+                .map_err(|e| format!("observe failed: {e}"))?;
+            let meter = IdleMeter::start();
+            tokio::time::sleep(window).await;
+            let figures = meter.figures();
+            let _ = client.close().await;
+            Ok(figures)
+        })
 }
 
 /// The keys of the batch test: `bench-batch-00000`, ...

@@ -8,6 +8,9 @@ use crate::report::targets::{check, Checked, TargetCheck};
 /// Second-half growth of resident memory below which a binding counts as flat, MiB.
 pub const FLAT_MEMORY_MB: f64 = 2.0;
 
+/// CPU a connected client with an open observation may use per 20 s idle, ms.
+pub const IDLE_CPU_MS_PER_20S: f64 = 50.0;
+
 fn in_flight_of(r: &BindingResult) -> usize {
     r.in_flight.unwrap_or(0)
 }
@@ -116,6 +119,14 @@ pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
             |r| r.kind == "memory" && bindings.contains(&r.flavour),
             |r| r.memory.as_ref().map(|m| m.second_half_growth_mb),
             |v| v <= FLAT_MEMORY_MB,
+            false,
+        ),
+        check(
+            format!("idle: <= {IDLE_CPU_MS_PER_20S} ms CPU per 20 s with an open observation (ms)"),
+            results,
+            |r| r.kind == "idle" && bindings.contains(&r.flavour),
+            BindingResult::idle_cpu_ms_per_20s,
+            |v| v <= IDLE_CPU_MS_PER_20S,
             false,
         ),
     ]

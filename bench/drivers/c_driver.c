@@ -8,8 +8,8 @@
  * allocating and freeing an options handle and, for the blocking calls, the result structs,
  * while resident memory is sampled) and `batch` (`--ops` keys as a loop of single calls, each
  * waited for, then as one statestore_get_many/statestore_set_many: loop_s, batch_s) and `idle` (a
- * connected client observing a key, idle for `--seconds`: the process's CPU and context switches
- * over that time). Prints one line `RESULT <json>`.
+ * connected client observing a key, idle for `--warmup` to settle, then for `--seconds`: the
+ * process's CPU and context switches over that time). Prints one line `RESULT <json>`.
  *
  * Build: cc -O2 -std=c11 -Wall -Wextra -Werror c_driver.c $(pkg-config --cflags --libs statestore) -lpthread
  */
@@ -636,9 +636,29 @@ static void idle_event(void *user_data, const statestore_event *event) {
     if (event) atomic_fetch_add(&idle_events, 1);
 }
 
-/* The idle application of each flavour: `async` gets events by callback while its thread
- * sleeps; `dispatch` waits in its own poll loop on the completion fd alone; `sync` is a thread
- * blocked in statestore_observation_next. */
+/* The idle application of each flavour for `seconds`: `async` gets events by callback while its
+ * thread sleeps; `dispatch` waits in its own poll loop on the completion fd alone; `sync` is a
+ * thread blocked in statestore_observation_next. STATESTORE_ERR_TIMEOUT: no event came. */
+static statestore_status idle_for(statestore_observation *observation, int fd, bool async, bool dispatch,
+                                  double seconds) {
+    uint64_t until = now_ns() + (uint64_t)(seconds * 1e9);
+    if (dispatch) {
+        for (uint64_t now; (now = now_ns()) < until;) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            if (poll(&p, 1, (int)((until - now + 999999) / 1000000)) > 0) statestore_dispatch(client, NULL);
+        }
+    } else if (async) {
+        sleep_s(seconds);
+    } else {
+        statestore_event *event = NULL;
+        statestore_status waited = statestore_observation_next(observation, (int64_t)(seconds * 1000), &event);
+        statestore_event_free(event);
+        return waited;
+    }
+    return STATESTORE_ERR_TIMEOUT;
+}
+
+/* Idles `--warmup` seconds to settle, then measures `--seconds` of idling. */
 static int run_idle(bool async, bool dispatch) {
     statestore_observation *observation = NULL;
     int fd = -1;
@@ -648,21 +668,11 @@ static int run_idle(bool async, bool dispatch) {
         json_error("error", statestore_last_error_message());
         return 1;
     }
+    double settle_cpu = cpu_seconds();
+    statestore_status waited = idle_for(observation, fd, async, dispatch, A.warmup);
     double cpu = cpu_seconds(), switches = ctx_switches();
-    uint64_t started = now_ns(), until = started + (uint64_t)(A.seconds * 1e9);
-    statestore_status waited = STATESTORE_ERR_TIMEOUT;
-    if (dispatch) {
-        for (uint64_t now; (now = now_ns()) < until;) {
-            struct pollfd p = {.fd = fd, .events = POLLIN};
-            if (poll(&p, 1, (int)((until - now + 999999) / 1000000)) > 0) statestore_dispatch(client, NULL);
-        }
-    } else if (async) {
-        sleep_s(A.seconds);
-    } else {
-        statestore_event *event = NULL;
-        waited = statestore_observation_next(observation, (int64_t)(A.seconds * 1000), &event);
-        statestore_event_free(event);
-    }
+    uint64_t started = now_ns();
+    if (waited == STATESTORE_ERR_TIMEOUT) waited = idle_for(observation, fd, async, dispatch, A.seconds);
     double elapsed = (double)(now_ns() - started) / 1e9;
     double cpu_ms = (cpu_seconds() - cpu) * 1e3, idle_switches = ctx_switches() - switches;
     statestore_observation_free(observation);
@@ -670,8 +680,8 @@ static int run_idle(bool async, bool dispatch) {
         json_error("error", "an idle observation gave an event");
         return 1;
     }
-    printf("RESULT {\"elapsed_s\": %.6f, \"idle_cpu_ms\": %.3f, \"idle_ctx_switches\": %.0f}\n", elapsed, cpu_ms,
-           idle_switches);
+    printf("RESULT {\"elapsed_s\": %.6f, \"idle_cpu_ms\": %.3f, \"idle_ctx_switches\": %.0f, \"settle_cpu_ms\": %.3f}\n",
+           elapsed, cpu_ms, idle_switches, (cpu - settle_cpu) * 1e3);
     fflush(stdout);
     return 0;
 }

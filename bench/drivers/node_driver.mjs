@@ -7,8 +7,8 @@
 // would otherwise write). Tests: `probe`, `throughput`, `boundary` (calls that fail validation
 // before any I/O, ns per call), `memory` (many operations while resident memory is sampled),
 // `batch` (`--ops` keys as a loop of single calls, then as one getMany/setMany: loop_s, batch_s)
-// and `idle` (a connected client observing a key, idle for `--seconds`: the process's CPU and
-// context switches over that time).
+// and `idle` (a connected client observing a key, idle for `--warmup` to settle, then for
+// `--seconds`: the process's CPU and context switches over that time).
 //
 // Packages are loaded from `--modules DIR` (a folder with node_modules/mqtt-statestore and
 // node_modules/mqtt). Prints one line `RESULT <json>`.
@@ -103,6 +103,7 @@ class Gate {
     this.counted = 0;
     this.memory = memory;
     this.samples = [];
+    this.heap = []; // [heapTotal, heapUsed] MiB beside each sample
     this.step = Math.max(1, Math.floor((cap ?? 1) / MEMORY_SAMPLES));
   }
   next() {
@@ -110,7 +111,9 @@ class Gate {
     const n = this.counted++;
     if (n >= this.cap) return null;
     if (this.memory && n > 0 && n % this.step === 0) {
-      this.samples.push([n, process.memoryUsage.rss() / (1024 * 1024)]);
+      const m = process.memoryUsage();
+      this.samples.push([n, m.rss / (1024 * 1024)]);
+      this.heap.push([m.heapTotal / (1024 * 1024), m.heapUsed / (1024 * 1024)]);
     }
     return MEASURE;
   }
@@ -184,9 +187,12 @@ function memoryTrace(gate) {
   const s = gate.samples;
   if (!s.length) return null;
   const lastOps = s[s.length - 1][0];
-  const middle = s.find(([ops]) => ops >= Math.floor(lastOps / 2))[1];
-  const end = s[s.length - 1][1];
-  return { samples: s, start_mb: s[0][1], end_mb: end, growth_mb: end - s[0][1], second_half_growth_mb: end - middle };
+  const half = s.findIndex(([ops]) => ops >= Math.floor(lastOps / 2));
+  const [middle, end] = [s[half][1], s[s.length - 1][1]];
+  // V8's heap: reserved (heapTotal) and used by live objects (heapUsed), over the same half.
+  const [heapMiddle, heapEnd] = [gate.heap[half], gate.heap[gate.heap.length - 1]];
+  const runtime_heap = { reserved_growth_mb: heapEnd[0] - heapMiddle[0], used_growth_mb: heapEnd[1] - heapMiddle[1], used_end_mb: heapEnd[1] };
+  return { samples: s, start_mb: s[0][1], end_mb: end, growth_mb: end - s[0][1], second_half_growth_mb: end - middle, runtime_heap };
 }
 
 function finish(gate, figures) {
@@ -256,13 +262,17 @@ async function batch(client, sync) {
 }
 
 // The CPU and context switches of this whole process from its creation on (`idle`).
+// `figures(settleCpuMs)`: the measured window's, with the CPU of the settling time before it.
 function idleMeter() {
   const [cpu, switches, started] = [cpuSeconds(), ctxSwitches(), performance.now()];
-  return () => ({
+  const cpuMs = () => (cpuSeconds() - cpu) * 1000;
+  const figures = (settleCpuMs) => ({
     elapsed_s: (performance.now() - started) / 1000,
-    idle_cpu_ms: (cpuSeconds() - cpu) * 1000,
+    idle_cpu_ms: cpuMs(),
     idle_ctx_switches: ctxSwitches() - switches,
+    settle_cpu_ms: settleCpuMs,
   });
+  return { cpuMs, figures };
 }
 
 // --- statestore Client: Promises ---------------------------------------------------------------
@@ -276,10 +286,13 @@ async function runPromise(statestore) {
       // The observation is open and the event loop waits on a timer, as an idle application's does.
       const observation = client.observe('bench-idle');
       await observation.ready;
-      const figures = idleMeter();
+      const settle = idleMeter();
+      await sleep(args.warmup * 1000);
+      const settleCpuMs = settle.cpuMs();
+      const meter = idleMeter();
       await sleep(args.seconds * 1000);
       observation.close();
-      return figures();
+      return meter.figures(settleCpuMs);
     }
     if (args.test === 'boundary') {
       const calls = args.ops ?? 100_000;
@@ -335,9 +348,12 @@ async function runSync(statestore) {
     if (args.test === 'idle') {
       // The JS thread blocked waiting for the next change, as a Sync reader is.
       const observation = client.observeSync('bench-idle');
-      const figures = idleMeter();
-      const event = observation.nextSync({ timeout: args.seconds * 1000 });
-      const measured = figures();
+      const settle = idleMeter();
+      const early = args.warmup > 0 ? observation.nextSync({ timeout: args.warmup * 1000 }) : null;
+      const settleCpuMs = settle.cpuMs();
+      const meter = idleMeter();
+      const event = early ?? observation.nextSync({ timeout: args.seconds * 1000 });
+      const measured = meter.figures(settleCpuMs);
       observation.close();
       if (event !== null) throw new Error(`an idle observation gave ${JSON.stringify(event)}`);
       return measured;

@@ -8,8 +8,8 @@ Tests: `probe` (can the flavour run here?), `throughput` (warm-up, then a measur
 an operation cap), `boundary` (calls that fail validation before any I/O, ns per call),
 `memory` (many operations while resident memory is sampled), `batch` (`--ops` keys as a
 loop of single calls, then as one `get_many`/`set_many`: `loop_s`, `batch_s`) and `idle` (a
-connected client observing a key, idle for `--seconds`: the process's CPU and context
-switches over that time).
+connected client observing a key, idle for `--warmup` to settle, then for `--seconds`: the
+process's CPU and context switches over that time).
 
 Prints one line `RESULT <json>`: the figures, `{"unavailable": reason}` when the flavour
 cannot run here, or `{"error": ...}` when it failed.
@@ -280,10 +280,13 @@ class IdleMeter:
     def __init__(self) -> None:
         self.cpu, self.switches, self.started = cpu_seconds(), ctx_switches(), time.perf_counter()
 
-    def figures(self) -> Dict[str, Any]:
-        return {"elapsed_s": time.perf_counter() - self.started,
-                "idle_cpu_ms": (cpu_seconds() - self.cpu) * 1e3,
-                "idle_ctx_switches": ctx_switches() - self.switches}
+    def cpu_ms(self) -> float:
+        return (cpu_seconds() - self.cpu) * 1e3
+
+    def figures(self, settle_cpu_ms: float) -> Dict[str, Any]:
+        """The measured window's figures, with the CPU of the settling time before it."""
+        return {"elapsed_s": time.perf_counter() - self.started, "idle_cpu_ms": self.cpu_ms(),
+                "idle_ctx_switches": ctx_switches() - self.switches, "settle_cpu_ms": settle_cpu_ms}
 
 
 # --- statestore.AsyncClient ---------------------------------------------------------------
@@ -300,9 +303,12 @@ async def run_async(args: argparse.Namespace) -> Dict[str, Any]:
         if args.test == "idle":
             # The observation is open and the event loop sleeps, as an idle application's does.
             observation = await client.observe(b"bench-idle")
+            settle = IdleMeter()
+            await asyncio.sleep(args.warmup)
+            settle_cpu_ms = settle.cpu_ms()
             meter = IdleMeter()
             await asyncio.sleep(args.seconds)
-            figures = meter.figures()
+            figures = meter.figures(settle_cpu_ms)
             observation.close()
             return figures
         if args.test == "batch":
@@ -371,9 +377,12 @@ def run_sync(args: argparse.Namespace) -> Dict[str, Any]:
         if args.test == "idle":
             # A thread blocked waiting for the next change, as a sync application's reader is.
             with client.observe(b"bench-idle") as observation:
+                settle = IdleMeter()
+                event = observation.next(timeout=args.warmup) if args.warmup > 0 else None
+                settle_cpu_ms = settle.cpu_ms()
                 meter = IdleMeter()
-                event = observation.next(timeout=args.seconds)
-                figures = meter.figures()
+                event = event or observation.next(timeout=args.seconds)
+                figures = meter.figures(settle_cpu_ms)
             if event is not None:
                 raise RuntimeError(f"an idle observation gave {event!r}")
             return figures

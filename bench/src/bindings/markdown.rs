@@ -273,7 +273,8 @@ fn boundary_table(out: &mut String, results: &[BindingResult]) {
 
 fn memory_table(out: &mut String, results: &[BindingResult]) {
     let title =
-        "Memory (resident MiB after the warm-up -> at the end; growth over the second half)";
+        "Memory (resident MiB after the warm-up -> at the end; growth over the second half; \
+         for Node, V8's heap over the same half)";
     let names = [
         "flavour",
         "operations",
@@ -282,6 +283,7 @@ fn memory_table(out: &mut String, results: &[BindingResult]) {
         "start",
         "end",
         "second half",
+        "runtime heap, second half: reserved / used (used at the end)",
     ];
     per_flavour_table(out, results, ("memory", title), &names, |r| {
         let m = r.memory.as_ref()?;
@@ -292,6 +294,12 @@ fn memory_table(out: &mut String, results: &[BindingResult]) {
             format!("{:.1}", m.start_mb),
             format!("{:.1}", m.end_mb),
             format!("{:+.2}", m.second_half_growth_mb),
+            m.runtime_heap.as_ref().map_or("-".to_owned(), |h| {
+                format!(
+                    "{:+.2} / {:+.2} ({:.1})",
+                    h.reserved_growth_mb, h.used_growth_mb, h.used_end_mb
+                )
+            }),
         ])
     });
 }
@@ -323,10 +331,12 @@ fn batch_table(out: &mut String, results: &[BindingResult]) {
 }
 
 fn idle_table(out: &mut String, results: &[BindingResult]) {
-    let title = "Idle (a connected client with an open observation doing nothing; CPU and \
-                 context switches of the whole driver process)";
+    let title = "Idle (a connected client with an open observation doing nothing, first while \
+                 it settles, then measured; CPU and context switches of the whole driver \
+                 process)";
     let names = [
         "flavour",
+        "settling: CPU (ms)",
         "idle (s)",
         "CPU (ms)",
         "CPU per 20 s (ms)",
@@ -334,6 +344,8 @@ fn idle_table(out: &mut String, results: &[BindingResult]) {
     ];
     per_flavour_table(out, results, ("idle", title), &names, |r| {
         Some(vec![
+            r.idle_settle_cpu_ms
+                .map_or("-".to_owned(), |ms| format!("{ms:.1}")),
             format!("{:.1}", r.figures.elapsed_s),
             format!("{:.1}", r.idle_cpu_ms?),
             format!("{:.1}", r.idle_cpu_ms_per_20s()?),

@@ -285,8 +285,12 @@ pub struct BindingsProfile {
     pub batch_keys: u64,
     /// The batch tests: op and one-way delay in milliseconds (0: plain loopback).
     pub batches: Vec<(Op, u64)>,
-    /// How long the idle test's client does nothing.
+    /// How long the idle test's client does nothing, measured.
     pub idle: Duration,
+    /// How long it idles first, measured apart: the language runtime's own work after
+    /// start-up (V8's memory reducer runs a few seconds after a program stops allocating)
+    /// settles there.
+    pub idle_settle: Duration,
 }
 
 impl BindingsProfile {
@@ -306,11 +310,12 @@ impl BindingsProfile {
             batch_keys: 1000,
             batches: vec![(Op::Get, 0), (Op::Set, 0), (Op::Get, 1), (Op::Set, 1)],
             idle: Duration::from_secs(20),
+            idle_settle: Duration::from_secs(10),
         }
     }
 
     /// The depths the targets use (1 and 64), 0.2 s windows, 20 000-op memory runs, 5 s
-    /// idle runs.
+    /// idle runs (after 2 s settling).
     pub fn quick() -> Self {
         Self {
             name: "quick",
@@ -320,6 +325,7 @@ impl BindingsProfile {
             boundary_calls: 20_000,
             memory_ops: 20_000,
             idle: Duration::from_secs(5),
+            idle_settle: Duration::from_secs(2),
             ..Self::full()
         }
     }
@@ -340,6 +346,7 @@ impl BindingsProfile {
             batch_keys: 20,
             batches: vec![(Op::Get, 0), (Op::Set, 1)],
             idle: Duration::from_millis(500),
+            idle_settle: Duration::ZERO,
         }
     }
 
@@ -404,7 +411,7 @@ impl BindingsProfile {
             Test::Throughput { .. } => {
                 self.warmup + self.measure.min(Duration::from_secs(60)) + grace
             }
-            Test::Idle => self.idle + grace,
+            Test::Idle => self.idle_settle + self.idle + grace,
         }
     }
 }
@@ -478,6 +485,7 @@ impl DriverArgs {
             }
             Test::Idle => {
                 args.test = "idle";
+                args.warmup = profile.idle_settle.as_secs_f64();
                 args.seconds = profile.idle.as_secs_f64();
             }
         }

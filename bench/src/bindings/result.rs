@@ -52,6 +52,8 @@ pub struct BindingResult {
     pub idle_cpu_ms: Option<f64>,
     /// Idle test: context switches of the driver process over its idle window.
     pub idle_ctx_switches: Option<u64>,
+    /// Idle test: CPU of the driver process while it settled before the window, ms.
+    pub idle_settle_cpu_ms: Option<f64>,
     /// Throughput divided by the Rust async client's in the same cell.
     pub ratio_to_rust_async: Option<f64>,
     /// Throughput divided by the Rust client of the same kind (async or blocking).
@@ -115,6 +117,7 @@ impl BindingResult {
             batch_speedup: None,
             idle_cpu_ms: None,
             idle_ctx_switches: None,
+            idle_settle_cpu_ms: None,
             ratio_to_rust_async: None,
             ratio_to_rust: None,
             p50_delta_rust_us: None,
@@ -169,6 +172,7 @@ impl BindingResult {
         };
         r.idle_cpu_ms = out.idle_cpu_ms;
         r.idle_ctx_switches = out.idle_ctx_switches;
+        r.idle_settle_cpu_ms = out.settle_cpu_ms;
         let error = &mut r.outcome.error;
         if r.unavailable.is_none() && error.is_none() && item.test == Test::Idle {
             if r.idle_cpu_ms.is_none() || r.figures.elapsed_s <= 0.0 {
@@ -264,6 +268,8 @@ pub struct DriverOutput {
     pub idle_cpu_ms: Option<f64>,
     /// Idle test: context switches over the idle window.
     pub idle_ctx_switches: Option<u64>,
+    /// Idle test: CPU while settling before the window, ms.
+    pub settle_cpu_ms: Option<f64>,
 }
 
 impl BindingResult {

@@ -227,17 +227,24 @@ impl IdleMeter {
         }
     }
 
-    fn figures(&self) -> Value {
+    fn cpu_ms(&self) -> f64 {
+        (resources::process_cpu() - self.cpu).as_secs_f64() * 1e3
+    }
+
+    /// The measured window's figures, with the CPU of the settling time before it.
+    fn figures(&self, settle_cpu_ms: f64) -> Value {
         json!({
             "elapsed_s": self.started.elapsed().as_secs_f64(),
-            "idle_cpu_ms": (resources::process_cpu() - self.cpu).as_secs_f64() * 1e3,
+            "idle_cpu_ms": self.cpu_ms(),
             "idle_ctx_switches": resources::process_ctx_switches() - self.switches,
+            "settle_cpu_ms": settle_cpu_ms,
         })
     }
 }
 
-/// A connected client observing a key, idle for `--seconds`: the async flavour sleeps in its
-/// runtime, the blocking one waits for the observation's next event on its thread.
+/// A connected client observing a key, idle for `--warmup` (settling, counted apart), then
+/// for `--seconds` (measured): the async flavour sleeps in its runtime, the blocking one waits
+/// for the observation's next event on its thread.
 fn idle(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
     let options = ConnectOptions::new(args.host.clone(), args.port);
     let window = secs(args.seconds);
@@ -248,12 +255,15 @@ fn idle(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
         let mut observation = client
             .observe(key)
             .map_err(|e| format!("observe failed: {e}"))?;
+        let settle = IdleMeter::start();
+        let settled = observation.next_timeout(secs(args.warmup));
+        let settle_cpu_ms = settle.cpu_ms();
         let meter = IdleMeter::start();
         let waited = observation.next_timeout(window);
-        let figures = meter.figures();
+        let figures = meter.figures(settle_cpu_ms);
         let _ = client.close();
-        return match waited {
-            Ok(None) => Ok(figures),
+        return match (settled, waited) {
+            (Ok(None), Ok(None)) => Ok(figures),
             other => Err(format!("an idle observation gave {other:?}")),
         };
     }
@@ -269,9 +279,12 @@ fn idle(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
                 .observe(key)
                 .await
                 .map_err(|e| format!("observe failed: {e}"))?;
+            let settle = IdleMeter::start();
+            tokio::time::sleep(secs(args.warmup)).await;
+            let settle_cpu_ms = settle.cpu_ms();
             let meter = IdleMeter::start();
             tokio::time::sleep(window).await;
-            let figures = meter.figures();
+            let figures = meter.figures(settle_cpu_ms);
             let _ = client.close().await;
             Ok(figures)
         })

@@ -29,6 +29,23 @@ pub struct MemoryTrace {
     pub growth_mb: f64,
     /// Growth over the second half of the operations, MiB: the steady-state trend.
     pub second_half_growth_mb: f64,
+    /// The language runtime's own heap over the same second half, where the driver can read
+    /// it (Node: V8's heap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_heap: Option<RuntimeHeap>,
+}
+
+/// A garbage-collected runtime's heap over the second half of a memory run, MiB: what tells
+/// the runtime resizing its heap (reserved grows once, used does not) from a leak (used
+/// grows).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RuntimeHeap {
+    /// Growth of the heap the runtime has reserved (Node: `heapTotal`).
+    pub reserved_growth_mb: f64,
+    /// Growth of what live objects take (Node: `heapUsed`).
+    pub used_growth_mb: f64,
+    /// What live objects take at the end.
+    pub used_end_mb: f64,
 }
 
 impl MemoryTrace {
@@ -41,6 +58,7 @@ impl MemoryTrace {
             end_mb,
             growth_mb: end_mb - start_mb,
             second_half_growth_mb: end_mb - middle_mb,
+            runtime_heap: None,
             samples,
         })
     }

@@ -182,26 +182,17 @@ fn boundary(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
         let _ = client.close();
         elapsed
     } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the tokio runtime: {e}"))?
-            .block_on(async {
-                let client = statestore::Client::connect(options)
-                    .await
-                    .map_err(|e| format!("async client cannot connect: {e}"))?;
-                let started = Instant::now();
-                for _ in 0..calls {
-                    check(
-                        client
-                            .set(Bytes::new(), value.clone(), SetOptions::default())
-                            .await,
-                    )?;
-                }
-                let elapsed = started.elapsed();
-                let _ = client.close().await;
-                Ok::<_, String>(elapsed)
-            })?
+        with_async_client(options, async |client| {
+            let started = Instant::now();
+            for _ in 0..calls {
+                check(
+                    client
+                        .set(Bytes::new(), value.clone(), SetOptions::default())
+                        .await,
+                )?;
+            }
+            Ok(started.elapsed())
+        })?
     };
     Ok(json!({
         "ops": calls,
@@ -267,6 +258,26 @@ fn idle(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
             other => Err(format!("an idle observation gave {other:?}")),
         };
     }
+    with_async_client(options, async |client| {
+        let _observation = client
+            .observe(key)
+            .await
+            .map_err(|e| format!("observe failed: {e}"))?;
+        let settle = IdleMeter::start();
+        tokio::time::sleep(secs(args.warmup)).await;
+        let settle_cpu_ms = settle.cpu_ms();
+        let meter = IdleMeter::start();
+        tokio::time::sleep(window).await;
+        Ok(meter.figures(settle_cpu_ms))
+    })
+}
+
+/// Runs `body` with an async client connected by `options`, on a runtime of its own, and
+/// closes the client after it.
+fn with_async_client<T>(
+    options: ConnectOptions,
+    body: impl AsyncFnOnce(&statestore::Client) -> Result<T, String>,
+) -> Result<T, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -275,18 +286,9 @@ fn idle(args: &RustDriverArgs, blocking: bool) -> Result<Value, String> {
             let client = statestore::Client::connect(options)
                 .await
                 .map_err(|e| format!("async client cannot connect: {e}"))?;
-            let _observation = client
-                .observe(key)
-                .await
-                .map_err(|e| format!("observe failed: {e}"))?;
-            let settle = IdleMeter::start();
-            tokio::time::sleep(secs(args.warmup)).await;
-            let settle_cpu_ms = settle.cpu_ms();
-            let meter = IdleMeter::start();
-            tokio::time::sleep(window).await;
-            let figures = meter.figures(settle_cpu_ms);
+            let result = body(&client).await;
             let _ = client.close().await;
-            Ok(figures)
+            result
         })
 }
 

@@ -10,15 +10,15 @@ use crate::figures::{Figures, Outcome};
 use crate::scenario::{Broker, Op};
 
 /// The figures of one item, as written to `bindings.json`: the fields of `latest.json`'s
-/// scenarios, plus the flavour, the boundary and memory figures and the ratios.
+/// scenarios, plus the flavour, the boundary, memory, batch and idle figures and the ratios.
 #[derive(Debug, Clone, Serialize)]
 pub struct BindingResult {
     /// `flavour/op/size/in_flight/broker`, `flavour/boundary`, `flavour/memory`,
-    /// `flavour/batch/op/delay`.
+    /// `flavour/batch/op/delay`, `flavour/idle`.
     pub name: String,
     /// Who.
     pub flavour: Flavour,
-    /// `throughput`, `boundary`, `memory` or `batch`.
+    /// `throughput`, `boundary`, `memory`, `batch` or `idle`.
     pub kind: &'static str,
     /// SET or GET (throughput tests).
     pub op: Option<Op>,

@@ -229,6 +229,23 @@ describe('bad values are STATESTORE_INVALID_ARGUMENT errors from core', () => {
     await assert.rejects(Client.connect({ caFile: '/nonexistent/ca.pem', port: server.port }), (e) => e.code.startsWith('STATESTORE_'))
   })
 
+  test("a core error has its fields as own properties, and its stack starts at the caller's code", T, async () => {
+    const refusedHere = () => client.setSync('', 'v')
+    let error
+    try {
+      refusedHere()
+    } catch (e) {
+      error = e
+    }
+    assert.deepEqual(Object.keys(error), ['code', 'coreCode', 'errno', 'category', 'outcomeUnknown'])
+    const entry = ERROR_TABLE.find((e) => e.name === 'INVALID_ARGUMENT')
+    const fields = { code: 'STATESTORE_INVALID_ARGUMENT', coreCode: entry.code, errno: entry.code, category: entry.category, outcomeUnknown: false }
+    assert.deepEqual({ ...error }, fields)
+    const frames = error.stack.split('\n').filter((line) => line.trimStart().startsWith('at '))
+    assert.ok(frames.some((line) => line.includes('refusedHere')), error.stack)
+    assert.deepEqual({ ...(await client.set('', 'v').catch((e) => e)) }, fields)
+  })
+
   test('error table and codes', T, async () => {
     assert.equal(ErrorCodes.TIMEOUT, 'STATESTORE_TIMEOUT')
     assert.equal(ErrorCodes.FENCING_TOKEN_LOWER_VERSION, 'STATESTORE_FENCING_TOKEN_LOWER_VERSION')

@@ -48,6 +48,7 @@ pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
     ];
     let bindings = [
         Flavour::CAsync,
+        Flavour::CDispatch,
         Flavour::CBlocking,
         Flavour::PythonAsync,
         Flavour::PythonSync,
@@ -130,4 +131,45 @@ pub fn evaluate(results: &[BindingResult]) -> Vec<TargetCheck> {
             false,
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bindings::result::DriverOutput;
+    use crate::bindings::{Item, Test};
+
+    #[test]
+    fn every_flavour_of_ours_is_judged_by_the_idle_target_and_no_baseline_is() {
+        let results: Vec<BindingResult> = Flavour::ALL
+            .into_iter()
+            .map(|flavour| {
+                let out = DriverOutput {
+                    elapsed_s: Some(20.0),
+                    idle_cpu_ms: Some(if flavour == Flavour::CDispatch {
+                        60.0
+                    } else {
+                        1.0
+                    }),
+                    idle_ctx_switches: Some(1),
+                    ..DriverOutput::default()
+                };
+                let item = Item {
+                    flavour,
+                    test: Test::Idle,
+                };
+                BindingResult::from_output(item, out)
+            })
+            .collect();
+        let idle = evaluate(&results)
+            .into_iter()
+            .find(|c| c.target.starts_with("idle"))
+            .expect("an idle target");
+        let ours = Flavour::ALL.iter().filter(|f| !f.is_baseline()).count();
+        assert_eq!(
+            (idle.cells, idle.met_by, idle.met),
+            (ours, ours - 1, Some(false))
+        );
+        assert_eq!(idle.worst.map(|w| w.0), Some("c-dispatch/idle".to_owned()));
+    }
 }

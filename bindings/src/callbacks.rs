@@ -40,8 +40,8 @@ pub(crate) fn refuse_in_inline_callback() -> Result<()> {
 }
 
 /// Delivers `pending`'s result to `complete` on the runtime thread that completes the call
-/// (`STATESTORE_CALLBACKS_INLINE`); core's bridge runs it on the dispatcher thread instead when
-/// the call completes inside the `_async` function, where no callback may run.
+/// (`STATESTORE_CALLBACKS_INLINE`); core's bridge runs it on another runtime thread instead
+/// when the call completes inside the `_async` function, where no callback may run.
 pub(crate) fn on_complete_inline<T: Send + 'static>(
     pending: Pending<T>,
     complete: impl FnOnce(Result<T>) + Send + 'static,

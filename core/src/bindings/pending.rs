@@ -24,6 +24,9 @@ type CallFuture<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
 enum Delivery {
     Dispatcher,
     Inline,
+    /// Inline, on a runtime thread other than this one: a result known inside the host's
+    /// call that starts (or registers) the call.
+    Runtime,
     Queue(CompletionQueue),
 }
 
@@ -67,8 +70,8 @@ impl<T: Send + 'static> Slot<T> {
     }
 
     /// [`Slot::complete`] on the thread that started the call, inside the host's call: a
-    /// callback registered to run inline runs on the dispatcher thread instead, since
-    /// hosts are promised that no callback runs inside the call that starts it.
+    /// callback registered to run inline runs on a runtime thread instead, since hosts are
+    /// promised that no callback runs inside the call that starts it.
     fn complete_here(&self, result: Result<T>) {
         self.finish(result, true);
     }
@@ -172,10 +175,11 @@ impl<T: Send + 'static> Slot<T> {
 impl Delivery {
     /// This delivery for a result known on the thread registering the callback or starting
     /// the call, inside the host's call: no callback runs inside the call that starts it, so
-    /// an inline one runs on the dispatcher thread instead.
+    /// an inline one runs on a runtime thread instead, where it would have run had the result
+    /// come a moment later (and where blocking calls are refused, as hosts are told).
     fn here(self) -> Delivery {
         match self {
-            Delivery::Inline => Delivery::Dispatcher,
+            Delivery::Inline => Delivery::Runtime,
             other => other,
         }
     }
@@ -184,8 +188,31 @@ impl Delivery {
 fn deliver<T: Send + 'static>(callback: Callback<T>, result: Result<T>, delivery: Delivery) {
     match delivery {
         Delivery::Inline => callback(result),
+        Delivery::Runtime => {
+            // Exactly once: a task the runtime drops unrun (shutting down) hands the callback
+            // to the dispatcher.
+            let mut unrun = OnDispatcherIfUnrun(Some((callback, result)));
+            if let Ok(handle) = runtime::handle() {
+                handle.spawn(async move {
+                    if let Some((callback, result)) = unrun.0.take() {
+                        callback(result);
+                    }
+                });
+            }
+        }
         Delivery::Dispatcher => dispatch(Box::new(move || callback(result))),
         Delivery::Queue(queue) => queue.push(Box::new(move || callback(result))),
+    }
+}
+
+/// A callback and its result, run on the dispatcher thread if dropped before they ran.
+struct OnDispatcherIfUnrun<T: Send + 'static>(Option<(Callback<T>, Result<T>)>);
+
+impl<T: Send + 'static> Drop for OnDispatcherIfUnrun<T> {
+    fn drop(&mut self) {
+        if let Some((callback, result)) = self.0.take() {
+            dispatch(Box::new(move || callback(result)));
+        }
     }
 }
 
@@ -435,9 +462,10 @@ impl<T: Send + 'static> Pending<T> {
         self.register(Box::new(callback), Delivery::Dispatcher);
     }
 
-    /// Calls `callback` exactly once with the result on whatever thread completes the call (a
-    /// runtime worker, or this thread if already complete). Only for callbacks that hand the
-    /// result on without blocking (a channel, a thread-safe function queue).
+    /// Calls `callback` exactly once with the result on the runtime thread that completes the
+    /// call; never on this thread, inside this call (a call already complete, or complete in
+    /// its first steps, is handed to a runtime thread). Only for callbacks that hand the result
+    /// on without blocking (a channel, a thread-safe function queue).
     pub fn on_complete_inline(self, callback: impl FnOnce(Result<T>) + Send + 'static) {
         self.register(Box::new(callback), Delivery::Inline);
     }
@@ -756,7 +784,8 @@ mod tests {
 
     #[test]
     fn an_inline_callback_never_runs_inside_the_call_that_registers_it() {
-        // Complete in its first steps, on this thread: the callback goes to the dispatcher.
+        // Complete in its first steps, on this thread: the callback runs on a runtime thread,
+        // as it would have had the call waited.
         let (sender, results) = mpsc::channel();
         Pending::spawn(async { Ok(()) }).on_complete_inline(move |result| {
             result.unwrap();
@@ -765,7 +794,7 @@ mod tests {
                 .unwrap();
         });
         let name = results.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(name.as_deref(), Some("statestore-cb"));
+        assert_eq!(name.as_deref(), Some("statestore-rt"));
     }
 
     #[test]

@@ -221,6 +221,14 @@ impl BindingResult {
     pub fn failed_run(&self) -> bool {
         self.unavailable.is_none() && !self.ok()
     }
+
+    /// Idle test: CPU per 20 s idle, ms (the target's unit, whatever the profile's window).
+    pub fn idle_cpu_ms_per_20s(&self) -> Option<f64> {
+        let window = self.figures.elapsed_s;
+        self.idle_cpu_ms
+            .filter(|_| window > 0.0)
+            .map(|ms| ms * 20.0 / window)
+    }
 }
 
 /// What a driver prints after `RESULT `.
@@ -270,16 +278,6 @@ pub struct DriverOutput {
     pub idle_ctx_switches: Option<u64>,
     /// Idle test: CPU while settling before the window, ms.
     pub settle_cpu_ms: Option<f64>,
-}
-
-impl BindingResult {
-    /// Idle test: CPU per 20 s idle, ms (the target's unit, whatever the profile's window).
-    pub fn idle_cpu_ms_per_20s(&self) -> Option<f64> {
-        let window = self.figures.elapsed_s;
-        self.idle_cpu_ms
-            .filter(|_| window > 0.0)
-            .map(|ms| ms * 20.0 / window)
-    }
 }
 
 /// The outcome of probing one flavour.

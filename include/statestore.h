@@ -1283,7 +1283,9 @@ statestore_status statestore_connect_async(const struct statestore_options *opti
  * client and of its locks, leases and elections) completes with `STATESTORE_ERR_CLOSED`,
  * observations end, and close returns after every pending callback has run (called from
  * inside a callback it cannot wait for the others: they run after the current callback
- * returns). Later calls fail with `STATESTORE_ERR_CLOSED`. Closing twice is fine. The
+ * returns). A lock, lease or election being acquired is given back first, while the
+ * connection is up (its request may have been applied), so close never leaves it taken until
+ * its TTL ends. Later calls fail with `STATESTORE_ERR_CLOSED`. Closing twice is fine. The
  * handle stays valid until `statestore_client_free()`.
  */
 statestore_status statestore_close(struct statestore_client *client);

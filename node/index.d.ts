@@ -486,7 +486,11 @@ interface ClientCalls<V> {
   /** Waits for the lock `name` (`signal` aborts the wait). */
   lock(name: Bytes, options: LockOptions & Abortable): Promise<LockGuard<V>>
   tryLock(name: Bytes, options: LockOptions & Abortable): Promise<LockGuard<V> | null>
-  /** Calls in flight fail with STATESTORE_CLOSED, observations end. Idempotent. */
+  /**
+   * Calls in flight fail with STATESTORE_CLOSED, observations end. A lock, lease or election
+   * being acquired is given back first (its request may have been applied), so close never
+   * leaves it taken until its TTL ends. Idempotent.
+   */
   close(): Promise<void>
 }
 

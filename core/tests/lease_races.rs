@@ -213,3 +213,47 @@ async fn an_acquisition_dropped_mid_attempt_gives_the_key_back() {
     );
     assert_eq!(lease.state(), LeaseState::NotHeld);
 }
+
+/// Closing the client while an acquisition's SET is in flight ends the acquisition with
+/// `Closed` and gives the key back before the connection goes (the SET may have applied):
+/// a lock is not left taken by a closed client until its TTL ends. One attempt
+/// (`try_acquire`) and a wait (`acquire`) alike.
+#[tokio::test]
+async fn closing_during_an_acquisition_gives_the_key_back() {
+    for waits in [false, true] {
+        let never = Gate::new();
+        let (_broker, service, client) = start(move |received| match received.request {
+            Request::Set { .. } => Some(Reply::ok(b"+OK\r\n").with("__ts", TS).after(&never)),
+            _ => Some(Reply::ok(b":1\r\n")),
+        })
+        .await;
+        let lease = Lease::new(&client, "printer", "alice").unwrap();
+        let acquiring = tokio::spawn({
+            let lease = lease.clone();
+            async move {
+                if waits {
+                    lease.acquire(Duration::from_secs(30)).await.map(|_| ())
+                } else {
+                    lease.try_acquire(Duration::from_secs(30)).await.map(|_| ())
+                }
+            }
+        });
+        service.wait_received(1).await;
+        within("the close", client.close()).await.unwrap();
+
+        let ended = within("the acquisition", acquiring).await.unwrap();
+        assert!(
+            matches!(ended, Err(Error::Closed)),
+            "waits {waits}: {ended:?}"
+        );
+        let received = service.received();
+        assert!(
+            matches!(
+                received.get(1).map(|r| &r.request),
+                Some(Request::VDel { key, value }) if key == "printer" && value == "alice"
+            ),
+            "waits {waits}: {received:?}"
+        );
+        assert_eq!(lease.state(), LeaseState::NotHeld);
+    }
+}

@@ -548,7 +548,9 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
 
     @operation
     def close(self) -> _native.Operation[None]:
-        """Closes the client: calls in flight fail with ``ClosedError``, observations end."""
+        """Closes the client: calls in flight fail with ``ClosedError``, observations end. A
+        lock, lease or election being acquired is given back first (its request may have been
+        applied), so close never leaves it taken until its TTL ends."""
         return self._native.close()
 
     def __repr__(self) -> str:

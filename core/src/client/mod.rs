@@ -29,6 +29,7 @@ use bytes::Bytes;
 use rumqttc::v5::AsyncClient;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
 pub use backlog::LIMIT as OBSERVATION_QUEUE_LIMIT;
 pub use connection::{ConnectionEvent, ConnectionEvents, ConnectionState};
@@ -46,7 +47,7 @@ use crate::protocol::{Request, Response, SetFlags};
 use crate::{Error, Result};
 use call::{invoke_get, unexpected, value_of, Answer, Invocation};
 use event_loop::EventLoopTask;
-use shared::{ClientInner, LinkState, Shared};
+use shared::{ClientInner, LinkState, Shared, Tracked};
 
 /// Capacity of rumqttc's request channel: callers wait (within their timeout) when it is full.
 const REQUEST_CHANNEL_CAPACITY: usize = 1024;
@@ -417,14 +418,17 @@ operations! {
     /// Closes the client (all clones): calls in flight fail with [`Error::Closed`],
     /// observations end, and the MQTT session is closed with DISCONNECT. Idempotent.
     ///
-    /// The cleanups that drops left to the background (releasing a dropped lease or lock
-    /// guard, undoing an acquisition cut short, stopping the registration of a dropped
-    /// observation) get up to two seconds to finish first.
+    /// Lease and lock acquisitions in progress end first, with [`Error::Closed`], while the
+    /// connection is still up: an attempt whose SET may have applied is undone with `VDEL`, so
+    /// a lock is not left taken by a closed client until its TTL ends. That undoing and the
+    /// cleanups that drops left to the background (releasing a dropped lease or lock guard,
+    /// stopping the registration of a dropped observation) get up to two seconds to finish.
     ///
     /// In a forked child, a client of the parent fails with [`Error::Runtime`] at once: its
     /// connection and tasks stayed in the parent, which this must not disturb.
     pub async fn close(&self) -> Result<()> {
         crate::runtime::ensure_created_here(self.inner.shared.pid, "client")?;
+        self.inner.shared.closing.cancel();
         let _ = tokio::time::timeout(CLOSE_GRACE, self.inner.shared.cleanups_done()).await;
         self.inner.shared.shutdown();
         let tasks =
@@ -479,6 +483,12 @@ impl Client {
     /// Every key matching `pattern` (see [`Client::keys`]), collected.
     pub async fn keys_all(&self, pattern: impl Into<Bytes>) -> Result<Vec<Bytes>> {
         self.keys(pattern)?.collect_all().await
+    }
+
+    /// Counts a lease acquisition as work [`Client::close`] waits for (bounded), and tells
+    /// when close begins: the acquisition then stops, and its undoing still goes out.
+    pub(crate) fn track_acquisition(&self) -> (Tracked, CancellationToken) {
+        (self.inner.shared.track(), self.inner.shared.closing.clone())
     }
 
     /// Runs `cleanup` in the background; [`Client::close`] waits for it (bounded).

@@ -61,7 +61,12 @@ pub(crate) struct Shared {
     pub(crate) cancel: CancellationToken,
     /// Where background work of this client runs.
     pub(crate) runtime: Handle,
-    /// Cleanups running in the background ([`Shared::spawn_cleanup`]).
+    /// Cancelled when [`Client::close`](super::Client::close) begins, while the connection is
+    /// still up: lease acquisitions stop there, so that undoing an attempt whose SET may have
+    /// applied can still go out.
+    pub(crate) closing: CancellationToken,
+    /// Work that close waits for: cleanups ([`Shared::spawn_cleanup`]) and acquisitions
+    /// ([`Shared::track`]).
     cleanups: watch::Sender<usize>,
 }
 
@@ -90,6 +95,7 @@ impl Shared {
             pid: crate::runtime::current_pid(),
             mqtt,
             cancel: CancellationToken::new(),
+            closing: CancellationToken::new(),
             runtime,
             cleanups: watch::Sender::new(0),
             client_id,
@@ -152,16 +158,21 @@ impl Shared {
     /// the undoing of an acquisition cut short) in the background; [`Shared::cleanups_done`]
     /// waits for it.
     pub(crate) fn spawn_cleanup(&self, cleanup: impl Future<Output = ()> + Send + 'static) {
-        self.cleanups.send_modify(|running| *running += 1);
         // Counted down however the task ends, even dropped unpolled.
-        let done = CleanupDone(self.cleanups.clone());
+        let done = self.track();
         self.runtime.spawn(async move {
             let _done = done;
             cleanup.await;
         });
     }
 
-    /// Returns once no cleanup runs.
+    /// Counts work that [`Shared::cleanups_done`] waits for, until the guard is dropped.
+    pub(crate) fn track(&self) -> Tracked {
+        self.cleanups.send_modify(|running| *running += 1);
+        Tracked(self.cleanups.clone())
+    }
+
+    /// Returns once no tracked work (cleanup or acquisition) runs.
     pub(crate) async fn cleanups_done(&self) {
         // The sender lives in `self`: the wait cannot fail.
         let _ = self
@@ -216,9 +227,10 @@ impl Drop for ClientInner {
     }
 }
 
-struct CleanupDone(watch::Sender<usize>);
+/// Work counted by [`Shared::track`]; dropping it counts it done.
+pub(crate) struct Tracked(watch::Sender<usize>);
 
-impl Drop for CleanupDone {
+impl Drop for Tracked {
     fn drop(&mut self) {
         self.0.send_modify(|running| *running -= 1);
     }

@@ -201,6 +201,11 @@ impl Lease {
     /// ```
     pub async fn try_acquire(&self, ttl: Duration) -> Result<AcquireOutcome> {
         check_ttl(ttl)?;
+        attempt(self, ttl, None, self.attempt_once(ttl)).await
+    }
+
+    /// One SET of the key with our holder name; see [`Lease::try_acquire`].
+    async fn attempt_once(&self, ttl: Duration) -> Result<AcquireOutcome> {
         let runtime = current_runtime()?;
         let inner = &self.inner;
         let _requests = inner.requests.lock().await;
@@ -436,23 +441,50 @@ impl Lease {
 /// Acquires `lease` for `ttl`, waiting at most `timeout` (without limit if `None`).
 async fn acquire(lease: &Lease, ttl: Duration, timeout: Option<Duration>) -> Result<Hlc> {
     check_ttl(ttl)?;
-    // Cut short by the timeout or by dropping this future (`statestore lock` on SIGINT), an
-    // attempt may have taken the key: the guard gives it back.
+    attempt(lease, ttl, timeout, contend(lease, ttl)).await
+}
+
+/// Runs `acquisition` of `lease` until it ends, `timeout` passes or the client begins to
+/// close. Cut short (by the timeout, by close, or by dropping this future, as `statestore lock`
+/// does on SIGINT), an attempt may have taken the key: the guard gives it back, and close
+/// waits for that while the connection is still up.
+async fn attempt<T>(
+    lease: &Lease,
+    ttl: Duration,
+    timeout: Option<Duration>,
+    acquisition: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    // Dropped after `cut_short`: close waits until the undoing is under way.
+    let (_tracked, closing) = lease.client().track_acquisition();
+    if closing.is_cancelled() {
+        return Err(Error::Closed);
+    }
     let mut cut_short = CutShort {
         lease,
         ttl,
         armed: true,
     };
-    let result = match timeout {
-        None => contend(lease, ttl).await,
-        Some(timeout) => match tokio::time::timeout(timeout, contend(lease, ttl)).await {
-            Ok(result) => result,
-            Err(_) => return Err(Error::Timeout(timeout)),
-        },
+    let bounded = async {
+        match timeout {
+            None => Ok(acquisition.await),
+            Some(timeout) => tokio::time::timeout(timeout, acquisition)
+                .await
+                .map_err(|_| Error::Timeout(timeout)),
+        }
     };
-    // Finished: acquired, or failed with no attempt in flight.
-    cut_short.armed = false;
-    result
+    let result = tokio::select! {
+        biased;
+        () = closing.cancelled() => Err(Error::Closed),
+        result = bounded => result,
+    };
+    match result {
+        // Finished: acquired, or failed with no attempt in flight.
+        Ok(result) => {
+            cut_short.armed = false;
+            result
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// Gives the key back ([`Lease::abandon_attempt`]) when dropped armed.

@@ -187,6 +187,12 @@ def test_exit_with_logging_on_and_calls_in_flight() -> None:
         import asyncio, logging, sys, threading, statestore
         from statestore.testing import LocalStateStore
         logging.basicConfig(stream=sys.stderr, level=logging.DEBUG)
+        forwarded = threading.Event()
+        class Seen(logging.Handler):
+            def emit(self, record):
+                if record.name.startswith("statestore."):
+                    forwarded.set()
+        logging.getLogger().addHandler(Seen())
         statestore.enable_logging(statestore.TRACE)
         server = LocalStateStore()
         c = statestore.Client.connect(server.host, server.port, reconnect_initial_delay=0.01, reconnect_max_delay=0.02)
@@ -208,6 +214,9 @@ def test_exit_with_logging_on_and_calls_in_flight() -> None:
         loop = asyncio.new_event_loop()
         loop.run_until_complete(main())
         server.stop()  # reconnection attempts log (DEBUG) while the process exits
+        # the records are forwarded (by a thread of their own) when the exit begins
+        if not forwarded.wait(30):
+            sys.exit("no record of statestore reached logging")
         print("bye")
         """
     r = subprocess.run(

@@ -86,12 +86,18 @@ function backs(owner, members) {
 }
 
 const NO_OPTIONS = args.fields({}, { spread: true })
+const SIGNAL = ['signal']
+const NONE = []
 
 /**
- * One entry of a table (see `Wrapper.define`) as `run(target, given, flavour)`: converts the
- * caller's arguments `given`, calls the addon on `target` (the wrapped addon object, or an
- * addon class) as `flavour` asks ('promise', 'sync', or 'plain': a call that answers at once)
- * and converts the result; `run.natives` are the addon members it calls.
+ * One entry of a table (see `Wrapper.define`): `make(flavour, target)` is the public function
+ * for `flavour` ('promise', 'sync', or 'plain': a call that answers at once), calling the
+ * addon on `target(this)` (the wrapped addon object, or an addon class); `natives` are the
+ * addon members it calls.
+ *
+ * An entry that is one addon call (no `construct`, `steps`, `result`, one member) gets a
+ * function that calls the addon itself: no frame in between, so that an error's stack (which
+ * the engine walks as the error is made) stays short, and no closure per call.
  */
 function operation(owner, key, { native: member, construct, args: converters = [], signal, result, lazy, steps, uses = [] }) {
   const members = [].concat(member ?? (steps || construct ? [] : key))
@@ -100,11 +106,36 @@ function operation(owner, key, { native: member, construct, args: converters = [
   const at = !signal ? -1 : converters.at(-1)?.options ? converters.length - 1 : converters.length
   const withSignal = at === converters.length ? [...converters, NO_OPTIONS] : converters
 
-  const convert = (given, promise) =>
-    (promise ? withSignal : converters).flatMap((check, i) => {
-      const value = check(given[i], promise && i === at ? ['signal'] : [])
-      return check.spread ? value : [value]
-    })
+  const convert = (given, promise) => {
+    const checks = promise ? withSignal : converters
+    const values = []
+    for (let i = 0; i < checks.length; i++) {
+      const value = checks[i](given[i], promise && i === at ? SIGNAL : NONE)
+      if (checks[i].spread) values.push(...value)
+      else values.push(value)
+    }
+    return values
+  }
+
+  if (!construct && !steps && !result && members.length === 1) {
+    const [name] = members
+    const make = (flavour, target) => {
+      if (flavour === 'sync') return function (...given) { return target(this)[name](...convert(given, false), SYNC) }
+      if (flavour === 'plain') return function (...given) { return target(this)[name](...convert(given, false)) }
+      return function (...given) {
+        try {
+          const values = convert(given, true)
+          const aborts = at >= 0 ? checkSignal(given[at]?.signal) : undefined
+          const addon = target(this)
+          if (aborts === undefined) return addon[name](...values, undefined)
+          return abortable(aborts, (call) => addon[name](...values, call))
+        } catch (error) {
+          return Promise.reject(error)
+        }
+      }
+    }
+    return { natives, make }
+  }
 
   // `call`: the NativeCall, if any (none for a method that answers at once).
   const invoke = (target, values, ...call) => {
@@ -126,7 +157,15 @@ function operation(owner, key, { native: member, construct, args: converters = [
     const pending = abortable(aborts, start)
     return lazy ? finish(pending) : result ? pending.then(finish) : pending
   }
-  return Object.assign(run, { natives })
+  const make = (flavour, target) =>
+    flavour === 'promise' && !lazy
+      ? function (...given) {
+          return promised(() => run(target(this), given, flavour))
+        }
+      : function (...given) {
+          return run(target(this), given, flavour)
+        }
+  return { natives, make }
 }
 
 /**
@@ -136,17 +175,14 @@ function operation(owner, key, { native: member, construct, args: converters = [
 function attach(into, label, owner, { twins = {}, methods = {} }, target) {
   // A module's functions are enumerable, as its other exports; a class's members are not.
   const enumerable = Object.getPrototypeOf(into) === Object.prototype
-  const put = (key, op, flavour, lazy) => {
-    const value = function (...given) {
-      const run = () => op(target(this), given, flavour)
-      return flavour === 'promise' && !lazy ? promised(run) : run()
-    }
-    Object.defineProperty(into, key, { configurable: true, writable: true, enumerable, value: Object.defineProperty(value, 'name', { value: key }) })
+  const put = (key, op, flavour) => {
+    const value = Object.defineProperty(op.make(flavour, target), 'name', { value: key })
+    Object.defineProperty(into, key, { configurable: true, writable: true, enumerable, value })
   }
   for (const [key, entry] of Object.entries(twins)) {
     const op = operation(owner, key, entry)
     backs(label, { [key]: op.natives, [`${key}Sync`]: op.natives })
-    put(key, op, 'promise', entry.lazy)
+    put(key, op, 'promise')
     put(`${key}Sync`, op, 'sync')
   }
   for (const [key, entry] of Object.entries(methods)) {

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use napi::bindgen_prelude::{
-    Buffer, Either, JsObjectValue, Null, Object, ToNapiValue, TypeName, ValueType,
-};
+use napi::bindgen_prelude::{Buffer, Either, Null, Object, ToNapiValue, TypeName, ValueType};
 use napi::sys;
 use napi::{Env, JsValue};
 use napi_derive::napi;
@@ -162,17 +160,57 @@ pub fn throw(env: &Env, error: &statestore::Error) -> napi::Error {
     }
 }
 
+/// The `Error` of a core error, made with the fewest engine calls: a refused call's cost is
+/// mostly this (the engine walks the stack as any `Error` is made), so `code` is given to
+/// `napi_create_error` and the other fields are defined in one call.
 fn error_object<'env>(env: &'env Env, error: &statestore::Error) -> napi::Result<Object<'env>> {
     let info = ErrorInfo::from(error);
+    let raw = env.raw();
     let code = format!("STATESTORE_{}", info.name);
-    let mut object =
-        env.create_error(napi::Error::new(napi::Status::GenericFailure, info.message))?;
-    object.set_named_property("code", code)?;
-    object.set_named_property("coreCode", info.code as i32)?;
-    object.set_named_property("errno", info.code as i32)?;
-    object.set_named_property("category", info.category.name())?;
-    object.set_named_property("outcomeUnknown", info.outcome_unknown)?;
-    Ok(object)
+    let text = |text: &str| -> napi::Result<sys::napi_value> {
+        let mut made = ptr::null_mut();
+        // SAFETY: `raw` is the environment of the JavaScript call running on this thread (a
+        // `&Env` is only handed out there); `text` is UTF-8 the call copies; `made` a local.
+        check(unsafe {
+            sys::napi_create_string_utf8(raw, text.as_ptr().cast(), text.len() as isize, &mut made)
+        })?;
+        Ok(made)
+    };
+    let (message, code, category) = (
+        text(&info.message)?,
+        text(&code)?,
+        text(info.category.name())?,
+    );
+    let (mut number, mut outcome, mut object) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: as above; the values passed were made in `raw` just now, the results are locals.
+    check(unsafe { sys::napi_create_int32(raw, info.code as i32, &mut number) })?;
+    // SAFETY: as above.
+    check(unsafe { sys::napi_get_boolean(raw, info.outcome_unknown, &mut outcome) })?;
+    // `code` is set by the engine as the error is made.
+    // SAFETY: as above.
+    check(unsafe { sys::napi_create_error(raw, code, message, &mut object) })?;
+    // Plain data properties, as an assignment makes them: one call for all four.
+    let field = |name: &'static [u8], value: sys::napi_value| sys::napi_property_descriptor {
+        utf8name: name.as_ptr().cast(),
+        name: ptr::null_mut(),
+        method: None,
+        getter: None,
+        setter: None,
+        value,
+        attributes: sys::PropertyAttributes::writable
+            | sys::PropertyAttributes::enumerable
+            | sys::PropertyAttributes::configurable,
+        data: ptr::null_mut(),
+    };
+    let fields = [
+        field(b"coreCode\0", number),
+        field(b"errno\0", number),
+        field(b"category\0", category),
+        field(b"outcomeUnknown\0", outcome),
+    ];
+    // SAFETY: as above; each name is a NUL-terminated static string, each value made in `raw`.
+    check(unsafe { sys::napi_define_properties(raw, object, fields.len(), fields.as_ptr()) })?;
+    Ok(Object::from_raw(raw, object))
 }
 
 /// How often a blocking `…Sync` call looks whether its environment is being torn down.

@@ -27,6 +27,16 @@ async fn start(
     (broker, service, client)
 }
 
+/// A service that never answers a SET and answers anything else with `:1`.
+async fn start_with_sets_unanswered() -> (SatBroker, Scripted, Client) {
+    let never = Gate::new();
+    start(move |received| match received.request {
+        Request::Set { .. } => Some(Reply::ok(b"+OK\r\n").with("__ts", TS).after(&never)),
+        _ => Some(Reply::ok(b":1\r\n")),
+    })
+    .await
+}
+
 /// Polls `future` once: whether it finished.
 async fn poll_once<F: Future>(mut future: Pin<&mut F>) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
@@ -186,12 +196,7 @@ async fn expiry_is_declared_while_an_acquisition_holds_the_requests() {
 /// cut short by its timeout does, even if the client is closed right after.
 #[tokio::test]
 async fn an_acquisition_dropped_mid_attempt_gives_the_key_back() {
-    let never = Gate::new();
-    let (_broker, service, client) = start(move |received| match received.request {
-        Request::Set { .. } => Some(Reply::ok(b"+OK\r\n").with("__ts", TS).after(&never)),
-        _ => Some(Reply::ok(b":1\r\n")),
-    })
-    .await;
+    let (_broker, service, client) = start_with_sets_unanswered().await;
     let lease = Lease::new(&client, "printer", "alice").unwrap();
     let acquiring = tokio::spawn({
         let lease = lease.clone();
@@ -221,12 +226,7 @@ async fn an_acquisition_dropped_mid_attempt_gives_the_key_back() {
 #[tokio::test]
 async fn closing_during_an_acquisition_gives_the_key_back() {
     for waits in [false, true] {
-        let never = Gate::new();
-        let (_broker, service, client) = start(move |received| match received.request {
-            Request::Set { .. } => Some(Reply::ok(b"+OK\r\n").with("__ts", TS).after(&never)),
-            _ => Some(Reply::ok(b":1\r\n")),
-        })
-        .await;
+        let (_broker, service, client) = start_with_sets_unanswered().await;
         let lease = Lease::new(&client, "printer", "alice").unwrap();
         let acquiring = tokio::spawn({
             let lease = lease.clone();

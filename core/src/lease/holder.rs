@@ -187,7 +187,9 @@ impl Lease {
     /// lease believed it held the key but finds another holder, its holding is lost
     /// ([`LossReason::TakenOver`](super::LossReason::TakenOver)). Errors are those of
     /// [`Client::set`]; after one whose outcome is unknown, trying again is safe (the SET only
-    /// applies to an absent key or one holding our name).
+    /// applies to an absent key or one holding our name). An attempt cut short (this future
+    /// dropped, or [`Client::close`] called) while its SET is in flight is undone in the
+    /// background with `VDEL key holder`, as [`Lease::acquire`]'s are.
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -234,9 +236,9 @@ impl Lease {
     ///
     /// While another holder has it, this observes the key (no polling) and tries again after
     /// it is deleted or should have expired; see the [module documentation](super) for the
-    /// delays. Use [`Lease::acquire_timeout`] to bound the wait (dropping this future also
-    /// stops it: an attempt cut short, whose SET may have applied, is undone in the
-    /// background with `VDEL key holder`).
+    /// delays. Use [`Lease::acquire_timeout`] to bound the wait (dropping this future, or
+    /// [`Client::close`], also stops it: an attempt cut short, whose SET may have applied, is
+    /// undone in the background with `VDEL key holder`).
     ///
     /// ```no_run
     /// # use std::time::Duration;

@@ -479,14 +479,11 @@ async fn attempt<T>(
         () = closing.cancelled() => Err(Error::Closed),
         result = bounded => result,
     };
-    match result {
-        // Finished: acquired, or failed with no attempt in flight.
-        Ok(result) => {
-            cut_short.armed = false;
-            result
-        }
-        Err(error) => Err(error),
-    }
+    // Cut short: the guard stays armed.
+    let finished = result?;
+    // Finished: acquired, or failed with no attempt in flight.
+    cut_short.armed = false;
+    finished
 }
 
 /// Gives the key back ([`Lease::abandon_attempt`]) when dropped armed.

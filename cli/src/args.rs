@@ -26,6 +26,24 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+
+    /// Log the client's work to stderr: `-v` connections, `-vv` also failed requests and
+    /// reconnection attempts, `-vvv` every request and response (its verb, key and size; never
+    /// a value). `serve` takes `--log-level` instead.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+}
+
+impl Cli {
+    /// The log filter `--verbose` asks for, if any: the library's records at the level it names.
+    pub fn log_filter(&self) -> Option<&'static str> {
+        match self.verbose {
+            0 => None,
+            1 => Some("statestore=info"),
+            2 => Some("statestore=debug"),
+            _ => Some("statestore=trace"),
+        }
+    }
 }
 
 /// The subcommands.

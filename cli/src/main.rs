@@ -13,12 +13,15 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::Cli;
-use crate::exit::Failure;
+use crate::args::{Cli, Command};
+use crate::exit::{Failure, Status};
 
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits with status 2.
     let cli = Cli::parse();
+    if let Err(failure) = start_logging(&cli) {
+        return failure.report();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -31,4 +34,18 @@ fn main() -> ExitCode {
     runtime
         .block_on(commands::run(cli.command))
         .unwrap_or_else(|failure| failure.report())
+}
+
+/// Logs to stderr as `--verbose` asks.
+fn start_logging(cli: &Cli) -> Result<(), Failure> {
+    let Some(filter) = cli.log_filter() else {
+        return Ok(());
+    };
+    if matches!(cli.command, Command::Serve(_)) {
+        return Err(Failure::new(
+            Status::Usage,
+            "serve logs as --log-level says (e.g. `--log-level debug`), not --verbose",
+        ));
+    }
+    statestore_server::cli::init_logging(filter).map_err(Failure::other)
 }

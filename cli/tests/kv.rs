@@ -376,3 +376,40 @@ async fn help_documents_every_subcommand_with_examples_and_exit_statuses() {
         assert!(root.contains(subcommand));
     }
 }
+
+#[tokio::test]
+async fn verbose_logs_each_request_to_stderr_but_never_a_value() {
+    let (_server, tool) = tool().await;
+    let quiet = tool.expect(&["set", "color", "blue-secret"], 0).await;
+    assert!(quiet.stderr.is_empty(), "nothing logged without -v");
+
+    let traced = tool
+        .run(&["set", "color", "green-secret", "-vvv"], b"")
+        .await;
+    assert_eq!(traced.status.code(), Some(0));
+    let log = String::from_utf8_lossy(&traced.stderr);
+    assert!(log.contains("connected to the broker"), "{log}");
+    assert!(
+        log.contains("request sent") && log.contains("verb=\"SET\" key=color"),
+        "{log}"
+    );
+    assert!(
+        log.contains("response received") && log.contains("response=OK"),
+        "{log}"
+    );
+    assert!(!log.contains("green-secret"), "a value in the log: {log}");
+
+    let connections = tool.run(&["get", "color", "-v"], b"").await;
+    let log = String::from_utf8_lossy(&connections.stderr);
+    assert!(log.contains("connected to the broker"), "{log}");
+    assert!(
+        !log.contains("request sent"),
+        "-v logs connections only: {log}"
+    );
+
+    let mut serve = support::bare_command();
+    serve.args(["serve", "-v"]);
+    let serve = kit::within("serve -v", serve.output()).await.expect("runs");
+    assert_eq!(serve.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&serve.stderr).contains("--log-level"));
+}

@@ -1,6 +1,7 @@
 """The library's log records in ``logging``: a real reconnect gives a WARNING on
 ``statestore.client.event_loop``; nothing arrives while forwarding is off; no password in any
-record; exit with forwarding on and calls in flight."""
+record; TRACE shows each request and response but never a value; exit with forwarding on and
+calls in flight."""
 
 from __future__ import annotations
 
@@ -157,6 +158,44 @@ def test_no_password_in_any_record(capture: Capture, key: str) -> None:
     assert capture.records
     for record in capture.records:
         assert secret not in repr(vars(record)), record.getMessage()
+
+
+def test_trace_shows_each_request_and_never_a_value(capture: Capture, key: str) -> None:
+    statestore.enable_logging(statestore.TRACE)
+    value = "a-value-that-no-record-shows"
+    server = LocalStateStore()
+    try:
+        with server.client() as client:
+            client.set(key, value)
+            client.get(key)
+    finally:
+        server.stop()
+    connected = capture.wait_for(lambda r: "connected to the broker" in r.getMessage())
+    assert connected.levelno == logging.INFO, connected.getMessage()
+    assert connected.broker == f"{server.host}:{server.port}"  # type: ignore[attr-defined]
+    sent = capture.wait_for(lambda r: "request sent" in r.getMessage() and r.fields.get("verb") == "SET")
+    assert sent.levelno == statestore.TRACE and sent.key == key, sent.getMessage()  # type: ignore[attr-defined]
+    got = capture.wait_for(lambda r: "response received" in r.getMessage() and r.fields.get("verb") == "GET")
+    assert got.response == f"a value of {len(value)} bytes", got.getMessage()  # type: ignore[attr-defined]
+    closed = capture.wait_for(lambda r: "client closed" in r.getMessage())
+    assert closed.levelno == logging.DEBUG, closed.getMessage()
+    for record in capture.records:
+        assert value not in repr(vars(record)), record.getMessage()
+
+
+def test_a_failed_request_is_a_debug_record_naming_its_key(capture: Capture, key: str) -> None:
+    statestore.enable_logging(logging.DEBUG)
+    server = LocalStateStore()
+    try:
+        with server.client(**QUICK) as client:  # type: ignore[arg-type]
+            server.stop()  # the GET waits for a reconnection that does not come
+            with pytest.raises(statestore.TimeoutError):
+                client.get(key, timeout=0.5)
+    finally:
+        server.stop()
+    failed = capture.wait_for(lambda r: "request failed" in r.getMessage())
+    assert failed.levelno == logging.DEBUG and failed.verb == "GET" and failed.key == key  # type: ignore[attr-defined]
+    assert all(r.levelno >= logging.DEBUG for r in capture.records)  # no TRACE record built
 
 
 def test_a_forked_child_forwards_its_own_records(capture: Capture, key: str) -> None:

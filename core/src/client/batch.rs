@@ -12,11 +12,9 @@ use futures_util::stream::{FuturesOrdered, StreamExt};
 
 use super::call::{Answer, Invocation};
 use super::shared::Shared;
+use super::shown::ShownKey;
 use super::validate;
 use crate::{Error, Result};
-
-/// The most bytes of a key an error message shows.
-const KEY_SHOWN: usize = 64;
 
 /// One request of a batch, encoded and checked.
 pub(crate) struct Prepared<'a> {
@@ -85,13 +83,10 @@ async fn send(shared: &Shared, request: &Prepared<'_>) -> Result<Answer> {
 /// `error`, for the batch item at `index` with `key`: an argument error names the item.
 fn at_item(index: usize, key: &Bytes, error: Error) -> Error {
     match error {
-        Error::InvalidArgument(text) => {
-            let shown = key.get(..KEY_SHOWN).unwrap_or(key).escape_ascii();
-            let more = if key.len() > KEY_SHOWN { "..." } else { "" };
-            Error::InvalidArgument(format!(
-                "batch item {index} (key \"{shown}{more}\"): {text}; nothing was sent"
-            ))
-        }
+        Error::InvalidArgument(text) => Error::InvalidArgument(format!(
+            "batch item {index} (key \"{}\"): {text}; nothing was sent",
+            ShownKey(key)
+        )),
         other => other,
     }
 }

@@ -10,6 +10,7 @@ use rumqttc::v5::mqttbytes::QoS;
 use super::envelope::{self, RequestMeta};
 use super::in_flight::{Reply, CORRELATION_LEN};
 use super::shared::Shared;
+use super::shown::{ShownKey, ShownResponse};
 use super::types::Value;
 use super::validate;
 use crate::protocol::{topics, Hlc, Request, Response};
@@ -49,10 +50,25 @@ impl Shared {
     ) -> Result<Answer> {
         crate::runtime::ensure_created_here(self.pid, "client")?;
         let timeout = validate::timeout(invocation.timeout.unwrap_or(self.default_timeout))?;
-        match tokio::time::timeout(timeout, self.attempts(invocation, payload, timeout)).await {
+        let result = match tokio::time::timeout(
+            timeout,
+            self.attempts(invocation, payload, timeout),
+        )
+        .await
+        {
             Ok(result) => result,
             Err(_) => Err(Error::Timeout(timeout)),
+        };
+        if let Err(error) = &result {
+            let request = &invocation.request;
+            tracing::debug!(
+                verb = request.verb(),
+                key = %ShownKey(request.key()),
+                %error,
+                "request failed"
+            );
         }
+        result
     }
 
     /// Fails as [`Shared::call`] would for a request larger than the broker's maximum packet
@@ -115,8 +131,24 @@ impl Shared {
                 )
                 .await
                 .map_err(|_| Error::Closed)?;
+            let request = &invocation.request;
+            tracing::trace!(
+                verb = request.verb(),
+                key = %ShownKey(request.key()),
+                bytes = payload.len(),
+                "request sent"
+            );
             match reply.await {
-                Ok(Ok(reply)) => return self.answer(reply),
+                Ok(Ok(reply)) => {
+                    let answer = self.answer(reply)?;
+                    tracing::trace!(
+                        verb = request.verb(),
+                        key = %ShownKey(request.key()),
+                        response = %ShownResponse(&answer.response),
+                        "response received"
+                    );
+                    return Ok(answer);
+                }
                 Ok(Err(Error::ConnectionLost)) if invocation.idempotent => {
                     tracing::debug!("connection lost during a read: sending it again");
                 }

@@ -154,6 +154,11 @@ impl EventLoopTask {
             // The last attempt is made when the time is up, not a whole delay later.
             delay = delay.min(policy.max_elapsed.saturating_sub(elapsed));
         }
+        tracing::debug!(
+            attempt = outage.failures,
+            ?delay,
+            "reconnecting after a delay"
+        );
         self.shared.status.change(ConnectionEvent {
             reason: Some(reason),
             attempt: outage.failures,
@@ -166,6 +171,13 @@ impl EventLoopTask {
     fn on_connack(&mut self, connack: ConnAck) {
         self.backoff.reset();
         let reconnected = self.outage.take().is_some();
+        tracing::info!(
+            broker = %self.shared.broker,
+            client_id = %self.shared.client_id,
+            reconnected,
+            session_present = connack.session_present,
+            "connected to the broker"
+        );
         self.shared.status.change(ConnectionEvent {
             session_lost: reconnected && !connack.session_present,
             ..ConnectionEvent::new(ConnectionState::Connected)

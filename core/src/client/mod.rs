@@ -16,6 +16,7 @@ mod options;
 mod scan;
 mod session;
 mod shared;
+mod shown;
 mod token_watch;
 mod transport;
 pub(crate) mod types;

@@ -203,7 +203,9 @@ impl Shared {
     /// Ends the client: background tasks stop, calls in flight and later fail with
     /// [`Error::Closed`], observations end.
     pub(crate) fn shutdown(&self) {
-        self.link.send_replace(LinkState::Closed);
+        if !matches!(self.link.send_replace(LinkState::Closed), LinkState::Closed) {
+            tracing::debug!(broker = %self.broker, client_id = %self.client_id, "client closed");
+        }
         self.status
             .change(ConnectionEvent::new(ConnectionState::Closed));
         self.cancel.cancel();

@@ -1,5 +1,5 @@
 // setLogHandler: core's log records delivered on the JavaScript thread. A real record (the
-// connection to the broker lost), the level filter, null stopping delivery, no secret in any
+// connection to the broker lost), the level filter, null stopping delivery, no secret or value in any
 // record, and a process with a handler set exiting by itself.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -106,11 +106,17 @@ test('null stops delivery', T, async () => {
   })
 })
 
-test('no password text in any record, even at trace', T, async () => {
+test('no password text in any record, even at trace; trace shows each request, never its value', T, async () => {
   const secret = 's3cret-PaSsWoRd-42'
+  const value = 'a-value-that-no-record-shows'
   const credentials = { username: 'alice', password: secret }
   const records = await withOutages('trace', credentials, async ({ records, waitFor, outage, client, server }) => {
-    await client.set(unique('k'), 'v')
+    const key = unique('k')
+    await client.set(key, value)
+    const sent = await waitFor((r) => r.message.startsWith('request sent') && r.fields.verb === 'SET', 'the SET request record')
+    assert.equal(sent.level, 'trace')
+    assert.equal(sent.fields.key, key)
+    await waitFor((r) => r.message.startsWith('response received') && r.fields.response === 'OK', 'the SET response record')
     await outage()
     await waitFor((r) => r.message.includes(LOST), 'the lost-connection record')
     await assert.rejects(
@@ -120,7 +126,10 @@ test('no password text in any record, even at trace', T, async () => {
     return records
   })
   assert.ok(records.length > 0)
-  for (const r of records) assert.ok(!JSON.stringify(r).includes(secret), `${r.target}: ${r.message}`)
+  for (const r of records) {
+    assert.ok(!JSON.stringify(r).includes(secret), `${r.target}: ${r.message}`)
+    assert.ok(!JSON.stringify(r).includes(value), `${r.target}: ${r.message}`)
+  }
 })
 
 test('each worker thread has its own handler; a terminated worker\'s is removed', T, async () => {

@@ -403,6 +403,10 @@ interface LeaseCalls<V> {
 export interface Lease<V = Buffer> extends LeaseCalls<V>, SyncTwins<LeaseCalls<V>> {}
 export declare class Lease<V = Buffer> {
   private constructor()
+  /** The leased key. */
+  readonly key: V
+  /** The name this lease holds the key under. */
+  readonly holderName: V
   readonly fencingToken: Version | null
   readonly isHeld: boolean
   /** The lease's state now. */
@@ -478,7 +482,7 @@ interface ClientCalls<V> {
    */
   getMany(keys: Iterable<Bytes>, options?: GetOptions & Abortable): Promise<Array<ValueResult<V> | null | StatestoreError>>
   /** Sets each `[key, value]` of `items` (an array of pairs or a Map) with the same options: one item per pair, its result or its error. */
-  setMany(items: Iterable<readonly [Bytes, Bytes]>, options?: SetOptions & Abortable): Promise<Array<SetResult | StatestoreError>>
+  setMany(items: Iterable<readonly [Bytes, Bytes]> | Readonly<Record<string, Bytes>>, options?: SetOptions & Abortable): Promise<Array<SetResult | StatestoreError>>
   /** Deletes each of `keys` with the same options: one item per key, its result or its error. */
   deleteMany(keys: Iterable<Bytes>, options?: DeleteOptions & Abortable): Promise<Array<DeleteResult | StatestoreError>>
   /** Ends every observation of `key` on this client. */

@@ -112,14 +112,19 @@ const each = (item) => (value, name) => {
 /** The keys of a batch. */
 const keys = (name) => param(each(bytes), name)
 
-/** The `[key, value]` pairs of a batch (an array of pairs, a Map), as the addon takes them: the keys, then the values. */
+/**
+ * The `[key, value]` pairs of a batch (an iterable of pairs such as an array or a Map, or a
+ * plain object's own entries, as ioredis's `mset` takes them), as the addon takes them: the
+ * keys, then the values.
+ */
 function pairs(name) {
   const pair = (value, at) => {
     if (!Array.isArray(value) || value.length !== 2) throw typeError(at, 'a [key, value] pair', value)
     return [bytes(value[0], `${at}[0]`), bytes(value[1], `${at}[1]`)]
   }
+  const plain = (value) => value !== null && typeof value === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(value))
   const convert = (value) => {
-    const converted = each(pair)(value, name)
+    const converted = each(pair)(plain(value) ? Object.entries(value) : value, name)
     return [converted.map((p) => p[0]), converted.map((p) => p[1])]
   }
   return Object.assign(convert, { spread: true })

@@ -3,6 +3,7 @@
 // from which every Promise method and its blocking `…Sync` twin are made. A native operation
 // takes a NativeCall last: nothing (a Promise), SYNC (the result itself, the thread blocked),
 // or one per call that an AbortSignal cancels.
+const { inspect } = require('node:util')
 const native = require('./native.js')
 const args = require('./args.js')
 
@@ -243,7 +244,27 @@ class Wrapper {
       })
     }
     attach(cls.prototype, cls.name, name, { twins, methods }, nativeOf)
+    describe(cls, getters)
   }
 }
 
-module.exports = { SYNC, Wrapper, functions, backs, backing, abortError, drive }
+/** `console.log(obj)` and `util.inspect(obj)` of a `cls`: its class and `getters` as they are now. */
+function describe(cls, getters) {
+  Object.defineProperty(cls.prototype, inspect.custom, {
+    configurable: true,
+    value(depth, options, show = inspect) {
+      if (depth < 0) return options.stylize(`[${cls.name}]`, 'special')
+      const values = {}
+      for (const key of getters) {
+        try {
+          values[key] = this[key]
+        } catch (error) {
+          values[key] = `<${error?.message ?? error}>` // inspecting must not throw
+        }
+      }
+      return `${cls.name} ${show(values, { ...options, depth: options.depth === null ? null : options.depth - 1 })}`
+    },
+  })
+}
+
+module.exports = { SYNC, Wrapper, functions, backs, backing, abortError, drive, describe }

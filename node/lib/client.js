@@ -6,7 +6,7 @@ const { EventEmitter } = require('node:events')
 const native = require('./native.js')
 const args = require('./args.js')
 const testing = require('./testing.js')
-const { SYNC, Wrapper, functions, backs, backing, abortError, drive } = require('./call.js')
+const { SYNC, Wrapper, functions, backs, backing, abortError, drive, describe } = require('./call.js')
 
 const EVENT_KINDS = native.vocabulary().find((list) => list.name === 'event_kind').words
 
@@ -131,6 +131,7 @@ class Observation extends EventEmitter {
     if (this.#native) this.#native.close()
   }
 }
+describe(Observation, ['closed'])
 const EVENTS = ['NativeEvents.setSink']
 backs('Observation', { next: ['NativeEvents.next'], nextSync: ['NativeEvents.nextSync'], closed: ['NativeEvents.isClosed'], close: ['NativeEvents.close'], on: EVENTS, once: EVENTS, addListener: EVENTS })
 const observation = (n) => new Observation(n)
@@ -173,7 +174,7 @@ class LockGuard extends Wrapper {
 Wrapper.define(LockGuard, {
   native: 'NativeGuard',
   made: 'client.lock() or lock.lock()',
-  getters: ['fencingToken', 'isHeld', 'holderName'],
+  getters: ['holderName', 'isHeld', 'fencingToken'],
   twins: { release: {}, renew: {} },
   methods: { lossEvents: { result: observation } },
 })
@@ -236,7 +237,7 @@ class Lease extends Wrapper {}
 Wrapper.define(Lease, {
   native: 'NativeLease',
   made: 'client.lease()',
-  getters: ['fencingToken', 'isHeld', 'state'],
+  getters: ['key', 'holderName', 'isHeld', 'fencingToken', 'state'],
   twins: {
     tryAcquire: { args: [TTL], signal: true },
     acquire: { args: [args.fields({ ttl: args.ttl, timeout: args.duration }, { spread: true })], signal: true },

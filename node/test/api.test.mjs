@@ -1,6 +1,7 @@
 // Every operation, as a Promise method and as its Sync twin, against the in-process local
 // state store. Each test has a deadline (the runner's --test-timeout and its own).
 import assert from 'node:assert/strict'
+import { inspect } from 'node:util'
 import { after, before, describe, test } from 'node:test'
 
 import { Client, ErrorCodes, compareVersions } from 'mqtt-statestore'
@@ -298,6 +299,36 @@ describe('API details', () => {
     }
   })
 
+  test('console.log and util.inspect show each object\'s class and state', T, async () => {
+    const shown = (value, options) => inspect(value, { breakLength: Infinity, ...options })
+    const c = await Client.connect({ ...server.connectOptions, returnStrings: true })
+    try {
+      assert.equal(shown(c), `Client { clientId: '${c.clientId}', isClosed: false, connectionState: 'connected' }`)
+      const key = unique('shown')
+      const lease = c.lease(key, 'me')
+      assert.equal(lease.key, key)
+      assert.equal(lease.holderName, 'me')
+      assert.match(shown(lease), new RegExp(`^Lease \\{ key: '${key}', holderName: 'me', isHeld: false, fencingToken: null,`))
+      const lock = c.createLock(key + '-lock', { ttl: 5_000 })
+      assert.equal(shown(lock), `Lock { name: '${key}-lock' }`)
+      const guard = await lock.lock()
+      assert.match(shown(guard), /^LockGuard \{ holderName: '.+', isHeld: true, fencingToken: '\d+:\d+:.+' \}$/)
+      await guard.release()
+      assert.match(shown(guard), /isHeld: false/)
+      assert.equal(shown(c.election(key + '-el', 'me', { ttl: 5_000 })), 'Election { isLeader: false, fencingToken: null }')
+      const observation = c.observe(key)
+      await observation.ready
+      assert.equal(shown(observation), 'Observation { closed: false }')
+      observation.close()
+      assert.equal(shown(observation), 'Observation { closed: true }')
+      assert.equal(shown({ nested: { deeper: lease } }, { depth: 1 }), '{ nested: { deeper: [Lease] } }')
+      assert.equal(shown(server), `LocalServer { host: '${server.host}', port: ${server.port} }`)
+    } finally {
+      await c.close()
+    }
+    assert.match(shown(c), /isClosed: true, connectionState: 'closed' \}$/)
+  })
+
   test('EventEmitter style: on(set|delete)', T, async () => {
     const key = unique('emit')
     const observation = client.observe(key)
@@ -389,6 +420,9 @@ describe('API details', () => {
     const deleted = client.deleteManySync(new Set([`${k}/a`, `${k}/none`]))
     assert.deepEqual(deleted.map((r) => r.outcome), ['deleted', 'notFound'])
     assert.deepEqual(await client.getMany([]), [])
+    // A plain object's own entries, as ioredis's mset takes them (Python: a mapping).
+    assert.deepEqual(client.setManySync({ [`${k}/x`]: 'X', [`${k}/y`]: Buffer.from('Y') }).map((r) => r.applied), [true, true])
+    assert.deepEqual((await client.getMany([`${k}/x`, `${k}/y`])).map((r) => r.value.toString()), ['X', 'Y'])
   })
 
   test('batch arguments: wrong types are TypeErrors naming the item, a bad key sends nothing', T, async () => {
@@ -397,6 +431,9 @@ describe('API details', () => {
     await assert.rejects(client.getMany(['a', 5]), { code: 'ERR_INVALID_ARG_TYPE', message: /"keys\[1\]"/ })
     await assert.rejects(client.setMany([[k, 'v'], [k]]), { code: 'ERR_INVALID_ARG_TYPE', message: /"items\[1\]" argument must be a \[key, value\] pair/ })
     await assert.rejects(client.deleteMany(Buffer.from('ab')), { code: 'ERR_INVALID_ARG_TYPE' })
+    await assert.rejects(client.setMany({ [k]: 5 }), { code: 'ERR_INVALID_ARG_TYPE', message: /"items\[0\]\[1\]"/ })
+    await assert.rejects(client.getMany({ [k]: 'v' }), { code: 'ERR_INVALID_ARG_TYPE', message: /"keys" argument must be an iterable/ })
+    await assert.rejects(client.setMany(new Date()), { code: 'ERR_INVALID_ARG_TYPE', message: /"items" argument/ })
     await assert.rejects(client.setMany([[k, 'v'], ['', 'v']]), { code: 'STATESTORE_INVALID_ARGUMENT', message: /batch item 1 .*the key is empty/ })
     assert.equal(await client.get(k), null)
   })

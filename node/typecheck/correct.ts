@@ -74,13 +74,14 @@ export function twins(client: Client<string>, guard: LockGuard<string>, lease: L
   same<typeof client.vdelSync, (key: Bytes, value: Bytes, options?: DeleteOptions) => DeleteResult>(true)
   same<typeof client.unobserveSync, (key: Bytes) => void>(true)
   same<typeof client.getManySync, (keys: Iterable<Bytes>, options?: GetOptions) => Array<ValueResult<string> | null | StatestoreError>>(true)
-  same<typeof client.setManySync, (items: Iterable<readonly [Bytes, Bytes]>, options?: SetOptions) => Array<SetResult | StatestoreError>>(true)
+  same<typeof client.setManySync, (items: Iterable<readonly [Bytes, Bytes]> | Readonly<Record<string, Bytes>>, options?: SetOptions) => Array<SetResult | StatestoreError>>(true)
   same<typeof client.deleteManySync, (keys: Iterable<Bytes>, options?: DeleteOptions) => Array<DeleteResult | StatestoreError>>(true)
   for (const item of client.getManySync(['a', Buffer.from('b')])) {
     if (item instanceof Error) console.log(item.code)
     else if (item !== null) console.log(item.value.length)
   }
   client.setManySync(new Map([['a', '1']]), { condition: 'nx', expiry: 1_000 })
+  client.setManySync({ a: '1', b: Buffer.from('2') })
   Client.connectSync({ maxInFlight: 16 })
   same<typeof client.lockSync, (name: Bytes, options: LockOptions) => LockGuard<string>>(true)
   same<typeof client.tryLockSync, (name: Bytes, options: LockOptions) => LockGuard<string> | null>(true)

@@ -19,6 +19,7 @@ export async function mistakes(): Promise<void> {
   await client.set('k', 'v', { fencingTokn: 'x' }) // mistake: misspelt option
   await client.get('k', { timout: 5 }) // mistake: misspelt option
   await client.setMany([['k', 'v', 'w']]) // mistake: not a pair
+  await client.setMany({ k: 5 }) // mistake: a value that is no string or bytes
   for (const item of await client.getMany(['k'])) item.value // mistake: an item may be null or an error
   const asText: string | undefined = (await client.get('k'))?.value // mistake: a Buffer client's values are Buffers
   const asBytes: Buffer | undefined = (await text.get('k'))?.value // mistake: a string client's values are strings

@@ -17,6 +17,7 @@ from ._common import (
     Awaiting,
     BytesLike,
     ClientBase,
+    Described,
     ElectionBase,
     LeaseBase,
     LockBase,
@@ -32,10 +33,12 @@ from ._native import ConnectionEvent, Event
 from ._timing import Seconds
 
 
-class AsyncObservation(Generic[_V]):
+class AsyncObservation(Described, Generic[_V]):
     """The events of an observed key (or election). ``async for event in client.observe(key)``
     starts the observation on the first iteration; ``obs = await client.observe(key)`` starts it
     at once (so that no change made after the ``await`` is missed)."""
+
+    _shown = ("key", "closed")
 
     def __init__(self, start: Callable[[], "_native.Operation[_native.Observation[_V]]"]) -> None:
         self._start: Optional[Callable[[], "_native.Operation[_native.Observation[_V]]"]] = start

@@ -17,6 +17,7 @@ from typing import (
     TYPE_CHECKING,
     Any,
     Callable,
+    ClassVar,
     Coroutine,
     Dict,
     Generic,
@@ -304,7 +305,24 @@ class Native(Generic[_T]):
         setattr(obj._native, self._name, value)  # type: ignore[attr-defined]
 
 
-class Shared(Generic[_W]):
+class Described:
+    """``repr`` as ``<statestore.Lease key='k' holder_name='me' state='held'>``: the class name
+    and the attributes ``_shown`` names, as they are now."""
+
+    _shown: ClassVar[Tuple[str, ...]] = ()
+
+    def __repr__(self) -> str:
+        parts = [f"<statestore.{type(self).__name__}"]
+        for name in self._shown:
+            try:
+                value = repr(getattr(self, name))
+            except Exception:  # a repr must not raise, whatever the state of the object
+                value = "?"
+            parts.append(f"{name}={value}")
+        return " ".join(parts) + ">"
+
+
+class Shared(Described, Generic[_W]):
     """Base of the public classes: the native object they wrap. The shared operations are
     ``@operation`` methods here, which every flavour class gets as its own function below. The
     few whose result is a flavour's own class are private methods here (``_lock``) that each
@@ -554,7 +572,7 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         return self._native.close()
 
     def __repr__(self) -> str:
-        return f"<statestore.{type(self).__name__} {self.client_id!r}{' closed' if self.closed else ''}>"
+        return f"<statestore.{type(self).__name__} {self.client_id!r} {self.connection_state}>"
 
 
 class _Holding(Protocol):
@@ -589,6 +607,7 @@ class LosableBase:
 
 
 class LeaseBase(HoldingBase["_native.Lease[_V]"], Generic[_V]):
+    _shown = ("key", "holder_name", "state")
     key: Native[_V] = Native()
     holder_name: Native[_V] = Native()
     fencing_token: Native[Optional[Version]] = Native("The current holding's fencing token.")
@@ -618,6 +637,7 @@ class LeaseBase(HoldingBase["_native.Lease[_V]"], Generic[_V]):
 
 
 class LockGuardBase(HoldingBase["_native.LockGuard[_V]"], Generic[_V]):
+    _shown = ("name", "holder_name", "held")
     fencing_token: Native[Version] = Native()
     name: Native[_V] = Native()
     holder_name: Native[_V] = Native()
@@ -629,6 +649,7 @@ class LockGuardBase(HoldingBase["_native.LockGuard[_V]"], Generic[_V]):
 
 
 class LockBase(Shared["_native.Lock[_V]"], Generic[_V]):
+    _shown = ("name", "ttl")
     name: Native[_V] = Native()
     ttl: Native[float] = Native()
 
@@ -647,6 +668,7 @@ class LockBase(Shared["_native.Lock[_V]"], Generic[_V]):
 
 
 class ElectionBase(Shared["_native.Election[_V]"], Generic[_V]):
+    _shown = ("name", "candidate", "is_leader")
     name: Native[_V] = Native()
     candidate: Native[_V] = Native()
     is_leader: Native[bool] = Native()

@@ -36,6 +36,7 @@ class Observation(Shared["_native.Observation[_V]"], Generic[_V]):
 
     key: Native[_V] = Native("The observed key.")
     closed: Native[bool] = Native("Whether the observation has ended.")
+    _shown = ("key", "closed")
 
     def next(self, timeout: Optional[Seconds] = None) -> Optional[Event[_V]]:
         """The next event; ``None`` if none came within ``timeout`` seconds; raises

@@ -439,3 +439,37 @@ def test_batch_arguments_are_checked_naming_the_item(client: Client, key: str) -
     with pytest.raises(statestore.InvalidArgumentError, match="batch item 1 .*the key is empty"):
         client.set_many([(key, "v"), ("", "v")])
     assert client.get(key) is None, "nothing was sent"
+
+
+def test_reprs_say_what_each_object_is_and_its_state(server: LocalStateStore, key: str) -> None:
+    k = key.encode()
+    with server.client() as client:
+        assert repr(client) == f"<statestore.Client {client.client_id!r} connected>"
+        lease = client.lease(key, "me")
+        assert repr(lease) == f"<statestore.Lease key={k!r} holder_name=b'me' state='not_held'>"
+        lease.acquire(5)
+        assert repr(lease).endswith("state='held'>")
+        lease.release()
+        lock = client.lock(key + "-lock", ttl=5)
+        assert repr(lock) == f"<statestore.Lock name={(key + '-lock').encode()!r} ttl=5.0>"
+        with lock as guard:
+            assert repr(guard).startswith(f"<statestore.LockGuard name={(key + '-lock').encode()!r} holder_name=")
+            assert repr(guard).endswith(" held=True>")
+        assert repr(guard).endswith(" held=False>")
+        election = client.election(key + "-el", "me", ttl=5)
+        assert repr(election) == f"<statestore.Election name={(key + '-el').encode()!r} candidate=b'me' is_leader=False>"
+        with client.observe(key) as observation:
+            assert repr(observation) == f"<statestore.Observation key={k!r} closed=False>"
+        assert repr(observation) == f"<statestore.Observation key={k!r} closed=True>"
+    assert repr(client) == f"<statestore.Client {client.client_id!r} closed>"
+
+
+async def test_async_reprs_name_the_async_classes(server: LocalStateStore, key: str) -> None:
+    async with await AsyncClient.connect(server.host, server.port, decode_responses=True) as client:
+        assert repr(client) == f"<statestore.AsyncClient {client.client_id!r} connected>"
+        lease = client.lease(key, "me")
+        assert repr(lease) == f"<statestore.AsyncLease key={key!r} holder_name='me' state='not_held'>"
+        observation = client.observe(key)
+        assert repr(observation) == "<statestore.AsyncObservation key=None closed=False>"  # not started
+        async with observation:
+            assert repr(observation) == f"<statestore.AsyncObservation key={key!r} closed=False>"

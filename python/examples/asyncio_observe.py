@@ -9,7 +9,7 @@ from statestore.testing import LocalStateStore
 
 
 async def main(host: str, port: int) -> None:
-    async with await statestore.AsyncClient.connect(host, port) as client:
+    async with statestore.AsyncClient.connect(host, port) as client:
         changes = await client.observe("color")  # registered before the writes below
 
         async def writer() -> None:

@@ -166,14 +166,43 @@ class AsyncElection(ElectionBase[_V], _AsyncLosable, Awaiting):
         return AsyncObservation(self._native.observe)
 
 
-class AsyncClient(
-    ClientBase["Coroutine[Any, Any, AsyncClient[bytes]]", "Coroutine[Any, Any, AsyncClient[str]]", _V], Awaiting
-):
+_C = TypeVar("_C", bound="AsyncClient[Any]")
+
+
+class Connecting(Generic[_C]):
+    """What ``AsyncClient.connect``, ``from_env`` and ``from_url`` return: ``await`` it for the
+    client, or connect for the length of a block with ``async with AsyncClient.connect(...) as
+    client:`` (the client is closed when the block ends), as ``websockets.connect`` allows."""
+
+    __slots__ = ("_connecting", "_client")
+
+    def __init__(self, connecting: "Coroutine[Any, Any, _C]") -> None:
+        self._connecting = connecting
+        self._client: Optional[_C] = None
+
+    def __await__(self) -> Generator[Any, None, _C]:
+        return self._connecting.__await__()
+
+    async def __aenter__(self) -> _C:
+        self._client = await self._connecting
+        return self._client
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+
+class AsyncClient(ClientBase["Connecting[AsyncClient[bytes]]", "Connecting[AsyncClient[str]]", _V], Awaiting):
     """An asyncio client of the state store. ``client = await AsyncClient.connect(...)``;
-    ``async with client: ...`` closes it. Usable from several event loops and threads."""
+    ``async with client: ...`` closes it (or ``async with AsyncClient.connect(...) as client:``
+    in one line). Usable from several event loops and threads."""
 
     @classmethod
-    async def _complete(cls, start: "Callable[[], _native.Operation[Any]]") -> Any:
+    def _complete(cls, start: "Callable[[], _native.Operation[Any]]") -> Any:
+        return Connecting(cls._connected(start))
+
+    @classmethod
+    async def _connected(cls, start: "Callable[[], _native.Operation[Any]]") -> Any:
         return cls(await wait(start()))
 
     lock = wrapping(ClientBase._lock, AsyncLock)

@@ -473,3 +473,18 @@ async def test_async_reprs_name_the_async_classes(server: LocalStateStore, key: 
         assert repr(observation) == "<statestore.AsyncObservation key=None closed=False>"  # not started
         async with observation:
             assert repr(observation) == f"<statestore.AsyncObservation key={key!r} closed=False>"
+
+
+async def test_async_with_connect_connects_for_the_block(server: LocalStateStore, key: str) -> None:
+    async with AsyncClient.connect(server.host, server.port) as client:
+        assert isinstance(client, AsyncClient) and client.connection_state == "connected"
+        await client.set(key, "v")
+    assert client.connection_state == "closed"
+    url = f"mqtt://{server.host}:{server.port}"
+    async with AsyncClient.from_url(url, decode_responses=True) as text:
+        value = await text.get(key)
+        assert value is not None and value.value == "v"
+    assert text.connection_state == "closed"
+    with pytest.raises(statestore.ConnectionError):
+        async with AsyncClient.connect(server.host, 1):  # nothing to close: never connected
+            pass

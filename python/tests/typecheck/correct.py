@@ -81,6 +81,8 @@ async def asynchronous(host: str, port: int) -> None:
         assert_type(value.value, bytes)
     async for key in client.keys():
         assert_type(key, bytes)
+    async with statestore.AsyncClient.from_url(f"mqtt://{host}:{port}", decode_responses=True) as scoped:
+        assert_type(scoped, statestore.AsyncClient[str])
     text = await statestore.AsyncClient.connect(host, port, decode_responses=True)
     async for name in text.keys():
         assert_type(name, str)

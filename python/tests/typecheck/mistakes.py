@@ -43,6 +43,8 @@ def blocking(host: str, port: int) -> None:
 
 async def asynchronous(host: str, port: int) -> None:
     await statestore.AsyncClient.connect(host, port, keepalive=5)  # mistake: misspelt option
+    async with statestore.AsyncClient.connect(host, port) as scoped:
+        scoped.get("k").value  # mistake: the call is a coroutine, not yet its result
     client = await statestore.AsyncClient.connect(host, port, decode_responses=True)
     async for key in client.keys():
         key.decode()  # mistake: keys are already str

@@ -305,6 +305,8 @@ export declare class Observation<V = Buffer> implements AsyncIterableIterator<St
   [Symbol.iterator](): Iterator<StoreEvent<V>>
   /** Ends the stream (idempotent). */
   close(): void
+  /** `using changes = client.observe(key)`: closed when the scope ends. */
+  [Symbol.dispose](): void
   on<K extends keyof ObservationEvents<V>>(event: K, listener: (...args: ObservationEvents<V>[K]) => void): this
   once<K extends keyof ObservationEvents<V>>(event: K, listener: (...args: ObservationEvents<V>[K]) => void): this
   off<K extends keyof ObservationEvents<V>>(event: K, listener: (...args: ObservationEvents<V>[K]) => void): this
@@ -569,4 +571,6 @@ export declare class Client<V = Buffer> {
   lease(key: Bytes, holder: Bytes, options?: { autoRenew?: boolean }): Lease<V>
   createLock(name: Bytes, options: LockOptions): Lock<V>
   election(name: Bytes, candidate: Bytes, options: { ttl: number }): Election<V>
+  /** `await using client = await Client.connect(...)`: closed when the scope ends. */
+  [Symbol.asyncDispose](): Promise<void>
 }

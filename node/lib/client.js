@@ -130,6 +130,10 @@ class Observation extends EventEmitter {
     this.#closed = true
     if (this.#native) this.#native.close()
   }
+
+  [Symbol.dispose]() {
+    this.close()
+  }
 }
 describe(Observation, ['closed'])
 const EVENTS = ['NativeEvents.setSink']
@@ -289,6 +293,10 @@ class Client extends Wrapper {
     connectionListener('off', name, listener)
     this.#connection?.off('connection', listener)
     return this
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close()
   }
 }
 

@@ -329,6 +329,17 @@ describe('API details', () => {
     assert.match(shown(c), /isClosed: true, connectionState: 'closed' \}$/)
   })
 
+  test('a client and an observation are disposable: await using / using close them', T, async () => {
+    const c = await Client.connect(server.connectOptions)
+    const observation = c.observe(unique('disposed'))
+    await observation.ready
+    observation[Symbol.dispose]()
+    assert.equal(observation.closed, true)
+    await c[Symbol.asyncDispose]()
+    assert.equal(c.isClosed, true)
+    assert.equal(c.connectionState, 'closed')
+  })
+
   test('EventEmitter style: on(set|delete)', T, async () => {
     const key = unique('emit')
     const observation = client.observe(key)

@@ -24,6 +24,12 @@ import {
 } from 'mqtt-statestore'
 import { startLocalServer } from 'mqtt-statestore/testing'
 
+export async function scoped(port: number): Promise<void> {
+  await using client = await Client.connect({ port })
+  using changes = client.observe('k')
+  for await (const event of changes) console.log(event.kind)
+}
+
 export async function buffers(): Promise<void> {
   const server = await startLocalServer({ port: 0, maxKeys: 100 })
   const client: Client<Buffer> = await Client.connect({ ...server.connectOptions, clientId: 'me', keepAlive: 30_000 })

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use statestore::{
     Client as CoreClient, ConnectOptions, DeleteOptions, Keys, SetCondition, SetOptions,
 };
@@ -15,6 +15,7 @@ use crate::convert::{bytes_arg, out_bytes, secs_arg, text, version_arg, Version}
 use crate::events::Observation;
 use crate::operation::{spawn, Operation};
 use crate::options;
+use crate::record::{self, Record, Reduced};
 
 /// Result of `set`: whether it was applied (`NX`/`NEX`) and the key's new version.
 #[pyclass(frozen, get_all, module = "statestore._native")]
@@ -25,6 +26,11 @@ pub struct SetResult {
 
 #[pymethods]
 impl SetResult {
+    #[new]
+    fn new(applied: bool, version: Option<Version>) -> Self {
+        Self { applied, version }
+    }
+
     fn __bool__(&self) -> bool {
         self.applied
     }
@@ -35,6 +41,24 @@ impl SetResult {
             py_bool(self.applied),
             repr_version(&self.version)
         )
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        record::eq(self, other)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        record::hash(self, py)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        record::reduce(slf)
+    }
+}
+
+impl Record for SetResult {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        (self.applied, self.version.clone()).into_pyobject(py)
     }
 }
 
@@ -48,6 +72,14 @@ pub struct Value {
 
 #[pymethods]
 impl Value {
+    #[new]
+    fn new(value: Bound<'_, PyAny>, version: Option<Version>) -> PyResult<Self> {
+        Ok(Self {
+            value: record::bytes_or_str(value, "value")?,
+            version,
+        })
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "Value(value={}, version={})",
@@ -65,6 +97,24 @@ impl Value {
         }
         Ok(value.call_method1("decode", (encoding,))?.unbind())
     }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        record::eq(self, other)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        record::hash(self, py)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        record::reduce(slf)
+    }
+}
+
+impl Record for Value {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        (self.value.clone_ref(py), self.version.clone()).into_pyobject(py)
+    }
 }
 
 /// Result of `delete`/`vdel`: `outcome` is `"deleted"`, `"not_found"` or `"value_mismatch"`.
@@ -76,6 +126,14 @@ pub struct DeleteResult {
 
 #[pymethods]
 impl DeleteResult {
+    #[new]
+    fn new(py: Python<'_>, outcome: &str, version: Option<Version>) -> PyResult<Self> {
+        Ok(Self {
+            outcome: record::word(py, "delete_outcome", outcome, "outcome")?,
+            version,
+        })
+    }
+
     /// Whether the key was deleted.
     #[getter]
     fn deleted(&self) -> bool {
@@ -92,6 +150,24 @@ impl DeleteResult {
             self.outcome,
             repr_version(&self.version)
         )
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        record::eq(self, other)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        record::hash(self, py)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        record::reduce(slf)
+    }
+}
+
+impl Record for DeleteResult {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        (self.outcome, self.version.clone()).into_pyobject(py)
     }
 }
 

@@ -2,6 +2,7 @@
 //! pulled by a blocking iterator (`next`) or an async one (`next_call`).
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use statestore::bindings::{Event as CoreEvent, EventStream};
 use statestore::lease::Loss as CoreLoss;
 use statestore::ConnectionEvent as CoreConnectionEvent;
@@ -10,6 +11,7 @@ use crate::convert::out_bytes;
 use crate::convert::{secs_arg, Version};
 use crate::errors::to_py;
 use crate::operation::{signals, spawn, Operation, SLICE};
+use crate::record::{self, Record, Reduced};
 
 /// Why a lease, lock or leadership was lost.
 #[pyclass(frozen, get_all, module = "statestore._native")]
@@ -26,8 +28,48 @@ pub struct Loss {
 
 #[pymethods]
 impl Loss {
+    #[new]
+    #[pyo3(
+        signature = (reason, holder=None, error=None, message=String::new()),
+        text_signature = "(reason, holder=None, error=None, message='')"
+    )]
+    fn new(
+        py: Python<'_>,
+        reason: &str,
+        holder: Option<Bound<'_, PyAny>>,
+        error: Option<Bound<'_, PyAny>>,
+        message: String,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            reason: record::word(py, "loss_reason", reason, "reason")?,
+            holder: record::optional_bytes_or_str(holder, "holder")?,
+            error: error.filter(|e| !e.is_none()).map(Bound::unbind),
+            message,
+        })
+    }
+
     fn __repr__(&self) -> String {
         format!("Loss(reason='{}', message={:?})", self.reason, self.message)
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        record::eq(self, other)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        record::hash(self, py)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        record::reduce(slf)
+    }
+}
+
+impl Record for Loss {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let holder = self.holder.as_ref().map(|h| h.clone_ref(py));
+        let error = self.error.as_ref().map(|e| e.clone_ref(py));
+        (self.reason, holder, error, &self.message).into_pyobject(py)
     }
 }
 
@@ -62,6 +104,27 @@ pub struct Event {
 
 #[pymethods]
 impl Event {
+    #[new]
+    #[pyo3(signature = (kind, key, value=None, version=None, holder=None, loss=None))]
+    fn new(
+        py: Python<'_>,
+        kind: &str,
+        key: Bound<'_, PyAny>,
+        value: Option<Bound<'_, PyAny>>,
+        version: Option<Version>,
+        holder: Option<Bound<'_, PyAny>>,
+        loss: Option<Py<Loss>>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            kind: record::word(py, "event_kind", kind, "kind")?,
+            key: record::bytes_or_str(key, "key")?,
+            value: record::optional_bytes_or_str(value, "value")?,
+            version,
+            holder: record::optional_bytes_or_str(holder, "holder")?,
+            loss,
+        })
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let repr = |o: &Option<Py<PyAny>>| -> PyResult<String> {
             Ok(match o {
@@ -80,6 +143,31 @@ impl Event {
             },
             repr(&self.holder)?,
         ))
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        record::eq(self, other)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        record::hash(self, py)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        record::reduce(slf)
+    }
+}
+
+impl Record for Event {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let optional = |o: &Option<Py<PyAny>>| o.as_ref().map(|o| o.clone_ref(py));
+        let loss = self.loss.as_ref().map(|l| l.clone_ref(py));
+        let (key, value, holder) = (
+            self.key.clone_ref(py),
+            optional(&self.value),
+            optional(&self.holder),
+        );
+        (self.kind, key, value, self.version.clone(), holder, loss).into_pyobject(py)
     }
 }
 
@@ -158,6 +246,25 @@ pub struct ConnectionEvent {
 
 #[pymethods]
 impl ConnectionEvent {
+    #[new]
+    #[pyo3(signature = (state, reason=None, attempt=0, delay=None, session_lost=false))]
+    fn new(
+        py: Python<'_>,
+        state: &str,
+        reason: Option<String>,
+        attempt: u32,
+        delay: Option<f64>,
+        session_lost: bool,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            state: record::word(py, "connection_state", state, "state")?,
+            reason,
+            attempt,
+            delay,
+            session_lost,
+        })
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "ConnectionEvent(state='{}', reason={}, attempt={}, delay={}, session_lost={})",
@@ -169,6 +276,31 @@ impl ConnectionEvent {
             self.delay.map_or("None".into(), |d| d.to_string()),
             if self.session_lost { "True" } else { "False" },
         )
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        record::eq(self, other)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        record::hash(self, py)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        record::reduce(slf)
+    }
+}
+
+impl Record for ConnectionEvent {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let Self {
+            state,
+            reason,
+            attempt,
+            delay,
+            session_lost,
+        } = self;
+        (*state, reason.clone(), *attempt, *delay, *session_lost).into_pyobject(py)
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use statestore::bindings::{lost_within, EventStream};
 use statestore::lease::{
     AcquireOutcome, Election as CoreElection, Lease as CoreLease, Lock as CoreLock,
@@ -18,6 +19,7 @@ use crate::convert::{bytes_arg, secs, secs_arg, Version};
 use crate::errors::to_py;
 use crate::events::{loss, Loss, Observation};
 use crate::operation::{spawn, Operation};
+use crate::record::{self, Record, Reduced};
 
 /// One acquisition attempt: `acquired`, the `fencing_token` if so, else the current `holder`.
 #[pyclass(frozen, get_all, module = "statestore._native")]
@@ -29,6 +31,20 @@ pub struct AcquireResult {
 
 #[pymethods]
 impl AcquireResult {
+    #[new]
+    #[pyo3(signature = (acquired, fencing_token, holder=None))]
+    fn new(
+        acquired: bool,
+        fencing_token: Option<Version>,
+        holder: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            acquired,
+            fencing_token,
+            holder: record::optional_bytes_or_str(holder, "holder")?,
+        })
+    }
+
     fn __bool__(&self) -> bool {
         self.acquired
     }
@@ -46,6 +62,25 @@ impl AcquireResult {
                 None => "None".into(),
             }
         ))
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        record::eq(self, other)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        record::hash(self, py)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        record::reduce(slf)
+    }
+}
+
+impl Record for AcquireResult {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let holder = self.holder.as_ref().map(|h| h.clone_ref(py));
+        (self.acquired, self.fencing_token.clone(), holder).into_pyobject(py)
     }
 }
 

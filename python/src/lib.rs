@@ -14,6 +14,7 @@ mod lease;
 mod logs;
 mod operation;
 mod options;
+mod record;
 
 /// The core pieces this binding builds on.
 mod api {

@@ -488,3 +488,36 @@ async def test_async_with_connect_connects_for_the_block(server: LocalStateStore
     with pytest.raises(statestore.ConnectionError):
         async with AsyncClient.connect(server.host, 1):  # nothing to close: never connected
             pass
+
+
+def test_results_are_equal_hashable_and_picklable_by_their_fields(client: Client, key: str) -> None:
+    import pickle
+
+    written = client.set(key, "v")
+    read, again = client.get(key), client.get(key)
+    assert read is not None and read == again and hash(read) == hash(again) and read is not again
+    assert read == statestore.Value(b"v", written.version)  # what a test builds to compare with
+    assert read != statestore.Value(b"w", written.version) and read != b"v"
+    assert {read, again} == {read}
+    deleted = client.delete(key)
+    examples = [
+        written,
+        read,
+        deleted,
+        statestore.AcquireResult(False, None, b"bob"),
+        statestore.Event("lost", b"k", loss=statestore.Loss("taken_over", b"bob", None, "taken over by bob")),
+        statestore.ConnectionEvent("reconnecting", "connection refused", 2, 0.5),
+    ]
+    for result in examples:
+        copy = pickle.loads(pickle.dumps(result))
+        assert copy == result and type(copy) is type(result) and repr(copy) == repr(result), result
+    assert deleted == statestore.DeleteResult("deleted", deleted.version)
+
+
+def test_result_constructors_check_their_arguments() -> None:
+    with pytest.raises(statestore.InvalidArgumentError, match="outcome: \"gone\" is not a delete outcome; use one of 'deleted'"):
+        statestore.DeleteResult("gone", None)  # type: ignore[arg-type]
+    with pytest.raises(statestore.InvalidArgumentError, match="kind: \"changed\" is not an event kind"):
+        statestore.Event("changed", b"k")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="argument 'value': expected bytes or str, got int"):
+        statestore.Value(5, None)  # type: ignore[type-var]

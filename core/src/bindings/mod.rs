@@ -48,7 +48,7 @@ pub use handles::HandleTable;
 pub use loss::lost_within;
 pub use options::{OptionKind, OptionSpec, OptionValue, CONNECT_OPTIONS};
 pub use pending::{Canceller, Pending, Started};
-pub use vocab::{compare_versions, set_condition, version, vocabulary, Case};
+pub use vocab::{compare_versions, set_condition, version, vocabulary, word, Case};
 
 /// The error for a text argument that is not valid Unicode (a string holding a lone UTF-16
 /// surrogate, which has no UTF-8 form). Every binding refuses such a string with this error

@@ -81,6 +81,37 @@ pub fn set_condition(name: &str, argument: &str) -> Result<SetCondition> {
     })
 }
 
+/// The word of the vocabulary `list` (a name [`vocabulary`] gives, such as `delete_outcome`)
+/// that a host passed as `argument`, spelt in `case`; any other word is an invalid argument
+/// that lists the words.
+///
+/// ```
+/// use statestore::bindings::{word, Case};
+/// assert_eq!(word("delete_outcome", Case::Snake, "not_found", "outcome").unwrap(), "not_found");
+/// let error = word("event_kind", Case::Snake, "changed", "kind").unwrap_err().to_string();
+/// assert!(error.contains("kind: \"changed\" is not an event kind; use one of 'set', 'delete'"), "{error}");
+/// ```
+pub fn word(list: &str, case: Case, value: &str, argument: &str) -> Result<&'static str> {
+    let Some((_, words)) = vocabulary(case).into_iter().find(|(name, _)| *name == list) else {
+        return Err(Error::Internal(format!("no vocabulary named {list:?}")));
+    };
+    if let Some(found) = words.iter().find(|w| **w == value) {
+        return Ok(found);
+    }
+    let listed: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let shown: String = value.chars().take(80).collect();
+    let noun = list.replace('_', " ");
+    let article = if noun.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    Err(Error::InvalidArgument(format!(
+        "{argument}: {shown:?} is not {article} {noun}; use one of {}",
+        listed.join(", ")
+    )))
+}
+
 /// A version or fencing token a host passed as `argument`, in the service's text form
 /// (`wallMs:counter:node`); anything else is an invalid argument naming it.
 ///

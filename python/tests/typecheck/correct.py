@@ -73,6 +73,13 @@ def blocking(host: str, port: int) -> None:
     assert_type(statestore.Client.from_url("mqtt://broker", decode_responses=True), statestore.Client[str])
 
 
+def records(version: statestore.Version) -> None:
+    assert_type(statestore.Value(b"blue", version), statestore.Value[bytes])
+    assert_type(statestore.Value("blue", None), statestore.Value[str])
+    assert statestore.SetResult(True, version) == statestore.SetResult(True, version)
+    assert_type(statestore.DeleteResult("not_found", None).outcome, Literal["deleted", "not_found", "value_mismatch"])
+
+
 async def asynchronous(host: str, port: int) -> None:
     client = await statestore.AsyncClient.connect(host, port, reconnect_max_delay=10)
     assert_type(client, statestore.AsyncClient[bytes])

@@ -15,7 +15,7 @@ use crate::convert::{bytes_arg, out_bytes, secs_arg, text, version_arg, Version}
 use crate::events::Observation;
 use crate::operation::{spawn, Operation};
 use crate::options;
-use crate::record::{self, Record, Reduced};
+use crate::record::{self, record_methods, Record};
 
 /// Result of `set`: whether it was applied (`NX`/`NEX`) and the key's new version.
 #[pyclass(frozen, get_all, module = "statestore._native")]
@@ -24,35 +24,24 @@ pub struct SetResult {
     pub version: Option<Version>,
 }
 
-#[pymethods]
-impl SetResult {
-    #[new]
-    fn new(applied: bool, version: Option<Version>) -> Self {
-        Self { applied, version }
-    }
+record_methods! {
+    impl SetResult {
+        #[new]
+        fn new(applied: bool, version: Option<Version>) -> Self {
+            Self { applied, version }
+        }
 
-    fn __bool__(&self) -> bool {
-        self.applied
-    }
+        fn __bool__(&self) -> bool {
+            self.applied
+        }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "SetResult(applied={}, version={})",
-            py_bool(self.applied),
-            repr_version(&self.version)
-        )
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        record::eq(self, other)
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        record::hash(self, py)
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        record::reduce(slf)
+        fn __repr__(&self) -> String {
+            format!(
+                "SetResult(applied={}, version={})",
+                py_bool(self.applied),
+                repr_version(&self.version)
+            )
+        }
     }
 }
 
@@ -70,44 +59,33 @@ pub struct Value {
     pub version: Option<Version>,
 }
 
-#[pymethods]
-impl Value {
-    #[new]
-    fn new(value: Bound<'_, PyAny>, version: Option<Version>) -> PyResult<Self> {
-        Ok(Self {
-            value: record::bytes_or_str(value, "value")?,
-            version,
-        })
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "Value(value={}, version={})",
-            self.value.bind(py).repr()?,
-            repr_version(&self.version)
-        ))
-    }
-
-    /// The value as `str` (UTF-8 unless `encoding` says otherwise).
-    #[pyo3(signature = (encoding = "utf-8"))]
-    fn decode(&self, py: Python<'_>, encoding: &str) -> PyResult<Py<PyAny>> {
-        let value = self.value.bind(py);
-        if value.is_instance_of::<PyString>() {
-            return Ok(value.clone().unbind());
+record_methods! {
+    impl Value {
+        #[new]
+        fn new(value: Bound<'_, PyAny>, version: Option<Version>) -> PyResult<Self> {
+            Ok(Self {
+                value: record::bytes_or_str(value, "value")?,
+                version,
+            })
         }
-        Ok(value.call_method1("decode", (encoding,))?.unbind())
-    }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        record::eq(self, other)
-    }
+        fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+            Ok(format!(
+                "Value(value={}, version={})",
+                self.value.bind(py).repr()?,
+                repr_version(&self.version)
+            ))
+        }
 
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        record::hash(self, py)
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        record::reduce(slf)
+        /// The value as `str` (UTF-8 unless `encoding` says otherwise).
+        #[pyo3(signature = (encoding = "utf-8"))]
+        fn decode(&self, py: Python<'_>, encoding: &str) -> PyResult<Py<PyAny>> {
+            let value = self.value.bind(py);
+            if value.is_instance_of::<PyString>() {
+                return Ok(value.clone().unbind());
+            }
+            Ok(value.call_method1("decode", (encoding,))?.unbind())
+        }
     }
 }
 
@@ -124,44 +102,33 @@ pub struct DeleteResult {
     pub version: Option<Version>,
 }
 
-#[pymethods]
-impl DeleteResult {
-    #[new]
-    fn new(py: Python<'_>, outcome: &str, version: Option<Version>) -> PyResult<Self> {
-        Ok(Self {
-            outcome: record::word(py, "delete_outcome", outcome, "outcome")?,
-            version,
-        })
-    }
+record_methods! {
+    impl DeleteResult {
+        #[new]
+        fn new(py: Python<'_>, outcome: &str, version: Option<Version>) -> PyResult<Self> {
+            Ok(Self {
+                outcome: record::word(py, "delete_outcome", outcome, "outcome")?,
+                version,
+            })
+        }
 
-    /// Whether the key was deleted.
-    #[getter]
-    fn deleted(&self) -> bool {
-        self.outcome == "deleted"
-    }
+        /// Whether the key was deleted.
+        #[getter]
+        fn deleted(&self) -> bool {
+            self.outcome == "deleted"
+        }
 
-    fn __bool__(&self) -> bool {
-        self.deleted()
-    }
+        fn __bool__(&self) -> bool {
+            self.deleted()
+        }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "DeleteResult(outcome='{}', version={})",
-            self.outcome,
-            repr_version(&self.version)
-        )
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        record::eq(self, other)
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        record::hash(self, py)
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        record::reduce(slf)
+        fn __repr__(&self) -> String {
+            format!(
+                "DeleteResult(outcome='{}', version={})",
+                self.outcome,
+                repr_version(&self.version)
+            )
+        }
     }
 }
 

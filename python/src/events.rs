@@ -11,7 +11,7 @@ use crate::convert::out_bytes;
 use crate::convert::{secs_arg, Version};
 use crate::errors::to_py;
 use crate::operation::{signals, spawn, Operation, SLICE};
-use crate::record::{self, Record, Reduced};
+use crate::record::{self, record_methods, Record};
 
 /// Why a lease, lock or leadership was lost.
 #[pyclass(frozen, get_all, module = "statestore._native")]
@@ -26,42 +26,31 @@ pub struct Loss {
     pub message: String,
 }
 
-#[pymethods]
-impl Loss {
-    #[new]
-    #[pyo3(
-        signature = (reason, holder=None, error=None, message=String::new()),
-        text_signature = "(reason, holder=None, error=None, message='')"
-    )]
-    fn new(
-        py: Python<'_>,
-        reason: &str,
-        holder: Option<Bound<'_, PyAny>>,
-        error: Option<Bound<'_, PyAny>>,
-        message: String,
-    ) -> PyResult<Self> {
-        Ok(Self {
-            reason: record::word(py, "loss_reason", reason, "reason")?,
-            holder: record::optional_bytes_or_str(holder, "holder")?,
-            error: error.filter(|e| !e.is_none()).map(Bound::unbind),
-            message,
-        })
-    }
+record_methods! {
+    impl Loss {
+        #[new]
+        #[pyo3(
+            signature = (reason, holder=None, error=None, message=String::new()),
+            text_signature = "(reason, holder=None, error=None, message='')"
+        )]
+        fn new(
+            py: Python<'_>,
+            reason: &str,
+            holder: Option<Bound<'_, PyAny>>,
+            error: Option<Bound<'_, PyAny>>,
+            message: String,
+        ) -> PyResult<Self> {
+            Ok(Self {
+                reason: record::word(py, "loss_reason", reason, "reason")?,
+                holder: record::optional_bytes_or_str(holder, "holder")?,
+                error: error.filter(|e| !e.is_none()).map(Bound::unbind),
+                message,
+            })
+        }
 
-    fn __repr__(&self) -> String {
-        format!("Loss(reason='{}', message={:?})", self.reason, self.message)
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        record::eq(self, other)
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        record::hash(self, py)
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        record::reduce(slf)
+        fn __repr__(&self) -> String {
+            format!("Loss(reason='{}', message={:?})", self.reason, self.message)
+        }
     }
 }
 
@@ -102,59 +91,48 @@ pub struct Event {
     pub loss: Option<Py<Loss>>,
 }
 
-#[pymethods]
-impl Event {
-    #[new]
-    #[pyo3(signature = (kind, key, value=None, version=None, holder=None, loss=None))]
-    fn new(
-        py: Python<'_>,
-        kind: &str,
-        key: Bound<'_, PyAny>,
-        value: Option<Bound<'_, PyAny>>,
-        version: Option<Version>,
-        holder: Option<Bound<'_, PyAny>>,
-        loss: Option<Py<Loss>>,
-    ) -> PyResult<Self> {
-        Ok(Self {
-            kind: record::word(py, "event_kind", kind, "kind")?,
-            key: record::bytes_or_str(key, "key")?,
-            value: record::optional_bytes_or_str(value, "value")?,
-            version,
-            holder: record::optional_bytes_or_str(holder, "holder")?,
-            loss,
-        })
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let repr = |o: &Option<Py<PyAny>>| -> PyResult<String> {
-            Ok(match o {
-                Some(o) => o.bind(py).repr()?.to_string(),
-                None => "None".into(),
+record_methods! {
+    impl Event {
+        #[new]
+        #[pyo3(signature = (kind, key, value=None, version=None, holder=None, loss=None))]
+        fn new(
+            py: Python<'_>,
+            kind: &str,
+            key: Bound<'_, PyAny>,
+            value: Option<Bound<'_, PyAny>>,
+            version: Option<Version>,
+            holder: Option<Bound<'_, PyAny>>,
+            loss: Option<Py<Loss>>,
+        ) -> PyResult<Self> {
+            Ok(Self {
+                kind: record::word(py, "event_kind", kind, "kind")?,
+                key: record::bytes_or_str(key, "key")?,
+                value: record::optional_bytes_or_str(value, "value")?,
+                version,
+                holder: record::optional_bytes_or_str(holder, "holder")?,
+                loss,
             })
-        };
-        Ok(format!(
-            "Event(kind='{}', key={}, value={}, version={}, holder={})",
-            self.kind,
-            self.key.bind(py).repr()?,
-            repr(&self.value)?,
-            match &self.version {
-                Some(v) => format!("Version('{}')", v.0),
-                None => "None".into(),
-            },
-            repr(&self.holder)?,
-        ))
-    }
+        }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        record::eq(self, other)
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        record::hash(self, py)
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        record::reduce(slf)
+        fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+            let repr = |o: &Option<Py<PyAny>>| -> PyResult<String> {
+                Ok(match o {
+                    Some(o) => o.bind(py).repr()?.to_string(),
+                    None => "None".into(),
+                })
+            };
+            Ok(format!(
+                "Event(kind='{}', key={}, value={}, version={}, holder={})",
+                self.kind,
+                self.key.bind(py).repr()?,
+                repr(&self.value)?,
+                match &self.version {
+                    Some(v) => format!("Version('{}')", v.0),
+                    None => "None".into(),
+                },
+                repr(&self.holder)?,
+            ))
+        }
     }
 }
 
@@ -244,50 +222,39 @@ pub struct ConnectionEvent {
     pub session_lost: bool,
 }
 
-#[pymethods]
-impl ConnectionEvent {
-    #[new]
-    #[pyo3(signature = (state, reason=None, attempt=0, delay=None, session_lost=false))]
-    fn new(
-        py: Python<'_>,
-        state: &str,
-        reason: Option<String>,
-        attempt: u32,
-        delay: Option<f64>,
-        session_lost: bool,
-    ) -> PyResult<Self> {
-        Ok(Self {
-            state: record::word(py, "connection_state", state, "state")?,
-            reason,
-            attempt,
-            delay,
-            session_lost,
-        })
-    }
+record_methods! {
+    impl ConnectionEvent {
+        #[new]
+        #[pyo3(signature = (state, reason=None, attempt=0, delay=None, session_lost=false))]
+        fn new(
+            py: Python<'_>,
+            state: &str,
+            reason: Option<String>,
+            attempt: u32,
+            delay: Option<f64>,
+            session_lost: bool,
+        ) -> PyResult<Self> {
+            Ok(Self {
+                state: record::word(py, "connection_state", state, "state")?,
+                reason,
+                attempt,
+                delay,
+                session_lost,
+            })
+        }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "ConnectionEvent(state='{}', reason={}, attempt={}, delay={}, session_lost={})",
-            self.state,
-            self.reason
-                .as_ref()
-                .map_or("None".into(), |r| format!("{r:?}")),
-            self.attempt,
-            self.delay.map_or("None".into(), |d| d.to_string()),
-            if self.session_lost { "True" } else { "False" },
-        )
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        record::eq(self, other)
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        record::hash(self, py)
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        record::reduce(slf)
+        fn __repr__(&self) -> String {
+            format!(
+                "ConnectionEvent(state='{}', reason={}, attempt={}, delay={}, session_lost={})",
+                self.state,
+                self.reason
+                    .as_ref()
+                    .map_or("None".into(), |r| format!("{r:?}")),
+                self.attempt,
+                self.delay.map_or("None".into(), |d| d.to_string()),
+                if self.session_lost { "True" } else { "False" },
+            )
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use crate::convert::{bytes_arg, secs, secs_arg, Version};
 use crate::errors::to_py;
 use crate::events::{loss, Loss, Observation};
 use crate::operation::{spawn, Operation};
-use crate::record::{self, Record, Reduced};
+use crate::record::{self, record_methods, Record};
 
 /// One acquisition attempt: `acquired`, the `fencing_token` if so, else the current `holder`.
 #[pyclass(frozen, get_all, module = "statestore._native")]
@@ -29,51 +29,40 @@ pub struct AcquireResult {
     pub holder: Option<Py<PyAny>>,
 }
 
-#[pymethods]
-impl AcquireResult {
-    #[new]
-    #[pyo3(signature = (acquired, fencing_token, holder=None))]
-    fn new(
-        acquired: bool,
-        fencing_token: Option<Version>,
-        holder: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        Ok(Self {
-            acquired,
-            fencing_token,
-            holder: record::optional_bytes_or_str(holder, "holder")?,
-        })
-    }
+record_methods! {
+    impl AcquireResult {
+        #[new]
+        #[pyo3(signature = (acquired, fencing_token, holder=None))]
+        fn new(
+            acquired: bool,
+            fencing_token: Option<Version>,
+            holder: Option<Bound<'_, PyAny>>,
+        ) -> PyResult<Self> {
+            Ok(Self {
+                acquired,
+                fencing_token,
+                holder: record::optional_bytes_or_str(holder, "holder")?,
+            })
+        }
 
-    fn __bool__(&self) -> bool {
-        self.acquired
-    }
+        fn __bool__(&self) -> bool {
+            self.acquired
+        }
 
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "AcquireResult(acquired={}, fencing_token={}, holder={})",
-            if self.acquired { "True" } else { "False" },
-            match &self.fencing_token {
-                Some(v) => format!("Version('{}')", v.0),
-                None => "None".into(),
-            },
-            match &self.holder {
-                Some(h) => h.bind(py).repr()?.to_string(),
-                None => "None".into(),
-            }
-        ))
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        record::eq(self, other)
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        record::hash(self, py)
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        record::reduce(slf)
+        fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+            Ok(format!(
+                "AcquireResult(acquired={}, fencing_token={}, holder={})",
+                if self.acquired { "True" } else { "False" },
+                match &self.fencing_token {
+                    Some(v) => format!("Version('{}')", v.0),
+                    None => "None".into(),
+                },
+                match &self.holder {
+                    Some(h) => h.bind(py).repr()?.to_string(),
+                    None => "None".into(),
+                }
+            ))
+        }
     }
 }
 

@@ -10,6 +10,35 @@ use pyo3::PyClass;
 use crate::api::{self, Case};
 use crate::errors::to_py;
 
+/// The `#[pymethods]` block of a [`Record`] class: the methods given, then `__eq__`,
+/// `__hash__` and `__reduce__` by its fields.
+macro_rules! record_methods {
+    (impl $class:ident { $($methods:tt)* }) => {
+        #[pyo3::pymethods]
+        impl $class {
+            $($methods)*
+
+            fn __eq__(
+                &self,
+                other: &pyo3::Bound<'_, pyo3::PyAny>,
+            ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
+                $crate::record::eq(self, other)
+            }
+
+            fn __hash__(&self, py: pyo3::Python<'_>) -> pyo3::PyResult<isize> {
+                $crate::record::hash(self, py)
+            }
+
+            fn __reduce__<'py>(
+                slf: &pyo3::Bound<'py, Self>,
+            ) -> pyo3::PyResult<$crate::record::Reduced<'py>> {
+                $crate::record::reduce(slf)
+            }
+        }
+    };
+}
+pub(crate) use record_methods;
+
 /// A result record: its fields, in its constructor's order.
 pub trait Record: PyClass<Frozen = pyo3::pyclass::boolean_struct::True> + Sync {
     /// The fields, as the constructor takes them.

@@ -335,6 +335,8 @@ interface LockGuardCalls {
 export interface LockGuard<V = Buffer> extends LockGuardCalls, SyncTwins<LockGuardCalls> {}
 export declare class LockGuard<V = Buffer> {
   private constructor()
+  /** The lock's name. */
+  readonly name: V
   /** Pass it as `fencingToken` to writes protected by the lock. */
   readonly fencingToken: Version
   readonly isHeld: boolean
@@ -368,6 +370,8 @@ export interface Lock<V = Buffer> extends LockCalls<V>, SyncTwins<LockCalls<V>> 
 export declare class Lock<V = Buffer> {
   private constructor()
   readonly name: V
+  /** The time to live of each holding, ms. */
+  readonly ttl: number
   /**
    * Acquire, read `key`, write `fn(old)` with the fencing token (`null`/`undefined` deletes),
    * release; returns what was written. If `fn` throws, nothing is written. `signal` aborts
@@ -433,6 +437,10 @@ export declare class Election<V = Buffer> {
   /** `elected` (leader in `holder`) and `vacant` events; the first is the current state. */
   observe(): Observation<V>
   observeSync(): Observation<V>
+  /** The election's name (the key its leader holds). */
+  readonly name: V
+  /** This candidate's name. */
+  readonly candidate: V
   readonly isLeader: boolean
   readonly fencingToken: Version | null
   lossEvents(): Observation<V>

@@ -178,7 +178,7 @@ class LockGuard extends Wrapper {
 Wrapper.define(LockGuard, {
   native: 'NativeGuard',
   made: 'client.lock() or lock.lock()',
-  getters: ['holderName', 'isHeld', 'fencingToken'],
+  getters: ['name', 'holderName', 'isHeld', 'fencingToken'],
   twins: { release: {}, renew: {} },
   methods: { lossEvents: { result: observation } },
 })
@@ -227,7 +227,7 @@ class Lock extends Wrapper {}
 Wrapper.define(Lock, {
   native: 'NativeLock',
   made: 'client.createLock()',
-  getters: ['name'],
+  getters: ['name', 'ttl'],
   twins: {
     lock: { signal: true, result: guard },
     tryLock: { signal: true, result: guard },
@@ -258,7 +258,7 @@ class Election extends Wrapper {}
 Wrapper.define(Election, {
   native: 'NativeElection',
   made: 'client.election()',
-  getters: ['isLeader', 'fencingToken'],
+  getters: ['name', 'candidate', 'isLeader', 'fencingToken'],
   twins: { campaign: { args: [TIMEOUT], signal: true }, tryCampaign: { signal: true }, resign: {}, leader: {}, observe: { lazy: true, result: observation } },
   methods: { lossEvents: { result: observation } },
 })

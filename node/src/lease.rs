@@ -330,6 +330,12 @@ impl NativeLock {
     pub fn name(&self) -> JsBuffer {
         self.out.bytes(self.lock.name())
     }
+
+    /// The time to live of each holding, ms.
+    #[napi(getter, catch_unwind)]
+    pub fn ttl(&self) -> f64 {
+        self.lock.ttl().as_secs_f64() * 1000.0
+    }
 }
 
 /// A held lock. Release it with `release()`; if the object is collected while held, the lock
@@ -372,6 +378,12 @@ impl NativeGuard {
     #[napi(getter, catch_unwind)]
     pub fn holder_name(&self) -> JsBuffer {
         self.out.bytes(self.lease.holder_name())
+    }
+
+    /// The lock's name.
+    #[napi(getter, catch_unwind)]
+    pub fn name(&self) -> JsBuffer {
+        self.out.bytes(self.lease.key())
     }
 
     /// Releases the lock (once; later calls do nothing).
@@ -585,6 +597,16 @@ impl NativeElection {
         bridge::run(env, call, pending, move |env, stream| {
             Ok(NativeEvents::new(env, stream, out))
         })
+    }
+
+    #[napi(getter, catch_unwind)]
+    pub fn name(&self) -> JsBuffer {
+        self.out.bytes(self.election.name())
+    }
+
+    #[napi(getter, catch_unwind)]
+    pub fn candidate(&self) -> JsBuffer {
+        self.out.bytes(self.election.candidate())
     }
 
     #[napi(getter, catch_unwind)]

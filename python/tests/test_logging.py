@@ -166,7 +166,10 @@ def test_trace_shows_each_request_and_never_a_value(capture: Capture, key: str) 
     server = LocalStateStore()
     try:
         with server.client() as client:
-            client.set(key, value)
+            with client.observe(key) as changes:
+                client.set(key, value)
+                event = changes.next(timeout=20)
+                assert event is not None and event.kind == "set", event
             client.get(key)
     finally:
         server.stop()
@@ -177,6 +180,8 @@ def test_trace_shows_each_request_and_never_a_value(capture: Capture, key: str) 
     assert sent.levelno == statestore.TRACE and sent.key == key, sent.getMessage()  # type: ignore[attr-defined]
     got = capture.wait_for(lambda r: "response received" in r.getMessage() and r.fields.get("verb") == "GET")
     assert got.response == f"a value of {len(value)} bytes", got.getMessage()  # type: ignore[attr-defined]
+    notified = capture.wait_for(lambda r: "notification: set" in r.getMessage())
+    assert notified.key == key and notified.bytes == str(len(value)), notified.getMessage()  # type: ignore[attr-defined]
     closed = capture.wait_for(lambda r: "client closed" in r.getMessage())
     assert closed.levelno == logging.DEBUG, closed.getMessage()
     for record in capture.records:

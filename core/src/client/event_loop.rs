@@ -23,6 +23,7 @@ use super::in_flight::Reply;
 use super::options::MQTT_MAX_PACKET_SIZE;
 use super::session::SessionEvent;
 use super::shared::{LinkState, Shared};
+use super::shown::ShownKey;
 use super::types::KeyEvent;
 use crate::protocol::Notification;
 
@@ -272,8 +273,14 @@ impl EventLoopTask {
         let version = envelope::version(publish.properties.as_ref());
         self.shared.observe_version(version.as_ref());
         let event = match notification {
-            Notification::Set { value } => KeyEvent::Set { value, version },
-            Notification::Delete => KeyEvent::Delete { version },
+            Notification::Set { value } => {
+                tracing::trace!(key = %ShownKey(&key), bytes = value.len(), "notification: set");
+                KeyEvent::Set { value, version }
+            }
+            Notification::Delete => {
+                tracing::trace!(key = %ShownKey(&key), "notification: delete");
+                KeyEvent::Delete { version }
+            }
         };
         for overflow in self.shared.observers.deliver(&key, event) {
             self.shared

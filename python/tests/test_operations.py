@@ -220,8 +220,13 @@ def test_connect_options(server: statestore.testing.LocalStateStore) -> None:
     with pytest.raises(statestore.InvalidArgumentError, match="no_such"):
         Client.connect(server.host, server.port, no_such=1)
     # Whatever the value, an unknown name says so (a float is not read as a wrong type).
-    with pytest.raises(statestore.InvalidArgumentError, match="timeout.*unknown setting"):
+    with pytest.raises(statestore.InvalidArgumentError, match=r"timeout: unknown setting \(did you mean default_timeout\?\)"):
         Client.connect(server.host, server.port, timeout=2.0)
+    # A host with its port, or a URL, where a host name goes: says what to pass instead.
+    with pytest.raises(statestore.InvalidArgumentError, match=f'includes a port: pass host "{server.host}" and port {server.port}'):
+        Client.connect(f"{server.host}:{server.port}")
+    with pytest.raises(statestore.InvalidArgumentError, match=r"is a URL, not a host name: .*from_url"):
+        Client.connect(f"mqtt://{server.host}:{server.port}")
     with pytest.raises(statestore.InvalidArgumentError):
         Client.connect(server.host, server.port, keep_alive=1)
     with pytest.raises(TypeError, match="keep_alive"):

@@ -293,6 +293,44 @@ impl OptionSpec {
             .iter()
             .find(|spec| spec.name == name || spec.js_name == name)
     }
+
+    /// The setting a user most likely meant by the unknown `name`: one spelt in another case,
+    /// one misspelt by at most two letters, or the one it is a whole word of
+    /// (`timeout`: `default_timeout`).
+    pub(crate) fn closest(name: &str) -> Option<&'static OptionSpec> {
+        let lowered = name.to_ascii_lowercase();
+        let spelt = CONNECT_OPTIONS
+            .iter()
+            .map(|spec| {
+                let distance = if spec.js_name.eq_ignore_ascii_case(name) {
+                    0
+                } else {
+                    strsim::levenshtein(spec.name, &lowered)
+                };
+                (distance, spec)
+            })
+            .min_by_key(|(distance, _)| *distance)
+            .filter(|(distance, _)| *distance <= 2)
+            .map(|(_, spec)| spec);
+        spelt.or_else(|| {
+            let mut words = CONNECT_OPTIONS
+                .iter()
+                .filter(|spec| spec.name.split('_').any(|word| word == lowered));
+            // Only a word that names one setting says which was meant.
+            words.next().filter(|_| words.next().is_none())
+        })
+    }
+
+    /// What follows the refusal of the unknown setting `name`: the closest setting, or the list.
+    pub(crate) fn hint(name: &str) -> String {
+        match OptionSpec::closest(name) {
+            Some(spec) => format!("did you mean {}?", spec.name),
+            None => {
+                let names: Vec<&str> = CONNECT_OPTIONS.iter().map(|spec| spec.name).collect();
+                format!("the settings are {}", names.join(", "))
+            }
+        }
+    }
 }
 
 fn invalid<T>(name: &str, what: impl std::fmt::Display) -> Result<T> {
@@ -379,7 +417,10 @@ impl ConnectOptions {
     /// ```
     pub fn set_option(&mut self, name: &str, value: OptionValue) -> Result<()> {
         let Some(spec) = OptionSpec::find(name) else {
-            return invalid(name, "unknown setting");
+            return invalid(
+                name,
+                format!("unknown setting ({})", OptionSpec::hint(name)),
+            );
         };
         let defaults = ConnectOptions::new(self.host.clone(), self.port);
         let value = typed(spec, value)?;
@@ -521,6 +562,28 @@ impl ConnectOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_setting_names_the_one_meant_or_lists_them() {
+        let refusal = |name: &str| {
+            let mut options = ConnectOptions::new("h", 1883);
+            options
+                .set_option(name, OptionValue::Int(3))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(refusal("timeout")
+            .contains("option timeout: unknown setting (did you mean default_timeout?)"));
+        assert!(refusal("keepalive").contains("did you mean keep_alive?"));
+        assert!(refusal("KeepAlive").contains("did you mean keep_alive?"));
+        // `delay` is a word of two settings: neither is guessed.
+        let listed = refusal("delay");
+        assert!(
+            listed.contains("the settings are host, port, client_id"),
+            "{listed}"
+        );
+        assert!(refusal("colour").contains("the settings are host, port"));
+    }
 
     #[test]
     fn every_setting_in_the_table_can_be_set_by_both_names() {

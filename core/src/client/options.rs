@@ -318,6 +318,22 @@ impl ConnectOptions {
         if self.host.is_empty() {
             return invalid("host is empty".into());
         }
+        if self.host.contains("://") {
+            return invalid(format!(
+                "host {:?} is a URL, not a host name: pass the host alone, or connect with the \
+                 URL (from_url)",
+                self.host
+            ));
+        }
+        if let Some((name, port)) = self.host.rsplit_once(':') {
+            // One colon (IPv6 addresses have several): a `host:port` pair.
+            if !name.contains(':') && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+                return invalid(format!(
+                    "host {:?} includes a port: pass host {name:?} and port {port}",
+                    self.host
+                ));
+            }
+        }
         if let Some(id) = &self.client_id {
             topics::validate_client_id(id)?;
         }
@@ -388,6 +404,13 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_hosts_are_not_taken_for_a_host_and_port() {
+        for host in ["::1", "fe80::1", "2001:db8::8:800:200c:417a", "[::1]"] {
+            ConnectOptions::new(host, 1883).validate().unwrap();
+        }
+    }
+
+    #[test]
     fn defaults_are_valid_and_follow_the_sdks() {
         let options = ConnectOptions::new("broker", 1883);
         options.validate().unwrap();
@@ -408,6 +431,14 @@ mod tests {
                     ..base.clone()
                 },
                 "host",
+            ),
+            (
+                ConnectOptions::new("broker:1884", 1883),
+                "host \"broker:1884\" includes a port: pass host \"broker\" and port 1884",
+            ),
+            (
+                ConnectOptions::new("mqtt://broker:1884", 1883),
+                "is a URL, not a host name",
             ),
             (base.clone().client_id("a+b"), "client id"),
             (

@@ -207,25 +207,12 @@ fn decode(text: &str, part: &str) -> std::result::Result<String, String> {
 
 /// ` (did you mean NAME?)` for the table name closest to an unknown `name`, if one is close.
 fn suggestion(name: &str) -> String {
-    let lowered = name.to_ascii_lowercase();
-    crate::options_by_name::CONNECT_OPTIONS
-        .iter()
-        .map(|spec| {
-            let distance = if spec.js_name.eq_ignore_ascii_case(name) {
-                0
-            } else {
-                strsim::levenshtein(spec.name, &lowered)
-            };
-            (distance, spec.name)
-        })
-        .min()
-        .filter(|(distance, _)| *distance <= 2)
-        .map(|(_, closest)| format!(" (did you mean {closest}?)"))
-        .unwrap_or_else(|| {
-            " (the options are the snake_case names of the connect options: host, port, \
-             client_id, keep_alive, tls, ca_file, ...)"
-                .into()
-        })
+    match crate::options_by_name::OptionSpec::closest(name) {
+        Some(spec) => format!(" (did you mean {}?)", spec.name),
+        None => " (the options are the snake_case names of the connect options: host, port, \
+                  client_id, keep_alive, tls, ca_file, ...)"
+            .into(),
+    }
 }
 
 /// `url` with the password of its user info and any `password=` query value replaced by

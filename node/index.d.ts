@@ -329,6 +329,11 @@ export declare class KeyIterator<V = Buffer> implements AsyncIterableIterator<V>
 interface LockGuardCalls {
   release(): Promise<void>
   renew(): Promise<void>
+  /**
+   * Waits until the lock is not held, for at most `timeout` ms (absent: until then; 0: the
+   * state now): the loss, or null if released or still held when the time is up.
+   */
+  lost(options?: { timeout?: number } & Abortable): Promise<Loss | null>
 }
 
 /** A held lock. */
@@ -428,6 +433,12 @@ interface ElectionCalls<V> {
   tryCampaign(options?: Abortable): Promise<AcquireResult<V>>
   resign(): Promise<void>
   leader(): Promise<V | null>
+  /**
+   * Waits until the leadership is not held, for at most `timeout` ms (absent: until then; 0:
+   * the state now): the loss, or null if resigned, never elected, or still leader when the
+   * time is up.
+   */
+  lost(options?: { timeout?: number } & Abortable): Promise<Loss | null>
 }
 
 /** Leader election among candidates. */

@@ -169,6 +169,13 @@ class KeyIterator {
 }
 backs('KeyIterator', { next: ['NativeKeys.nextPage'] })
 
+const KEY = args.param(args.bytes, 'key')
+const NAME = args.param(args.bytes, 'name')
+const LOCK = args.fields({ ttl: args.ttl, timeout: args.duration, autoRenew: args.boolean }, { spread: true })
+const TTL = args.fields({ ttl: args.ttl }, { spread: true })
+const TIMEOUT = args.fields({ timeout: args.duration }, { spread: true })
+const wrap = (Class) => (n) => new Class(n)
+
 /** A held lock. `release()` it; the fencing token protects writes made while holding it. */
 class LockGuard extends Wrapper {
   async [Symbol.asyncDispose]() {
@@ -179,7 +186,7 @@ Wrapper.define(LockGuard, {
   native: 'NativeGuard',
   made: 'client.lock() or lock.lock()',
   getters: ['name', 'holderName', 'isHeld', 'fencingToken'],
-  twins: { release: {}, renew: {} },
+  twins: { release: {}, renew: {}, lost: { args: [TIMEOUT], signal: true } },
   methods: { lossEvents: { result: observation } },
 })
 const guard = (n) => (n === null ? null : new LockGuard(n))
@@ -215,12 +222,6 @@ function* update(lock, { call, sync, signal }, key, fn) {
 }
 const UPDATE = ['NativeLock.beginUpdate', 'NativeUpdate.oldValue', 'NativeUpdate.enterCallback', 'NativeUpdate.exitCallback', 'NativeUpdate.commit', 'NativeUpdate.abort']
 
-const KEY = args.param(args.bytes, 'key')
-const NAME = args.param(args.bytes, 'name')
-const LOCK = args.fields({ ttl: args.ttl, timeout: args.duration, autoRenew: args.boolean }, { spread: true })
-const TTL = args.fields({ ttl: args.ttl }, { spread: true })
-const TIMEOUT = args.fields({ timeout: args.duration }, { spread: true })
-const wrap = (Class) => (n) => new Class(n)
 
 /** A named lock (mutual exclusion through a lease on one key). */
 class Lock extends Wrapper {}
@@ -259,7 +260,14 @@ Wrapper.define(Election, {
   native: 'NativeElection',
   made: 'client.election()',
   getters: ['name', 'candidate', 'isLeader', 'fencingToken'],
-  twins: { campaign: { args: [TIMEOUT], signal: true }, tryCampaign: { signal: true }, resign: {}, leader: {}, observe: { lazy: true, result: observation } },
+  twins: {
+    campaign: { args: [TIMEOUT], signal: true },
+    tryCampaign: { signal: true },
+    resign: {},
+    leader: {},
+    observe: { lazy: true, result: observation },
+    lost: { args: [TIMEOUT], signal: true },
+  },
   methods: { lossEvents: { result: observation } },
 })
 

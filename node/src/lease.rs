@@ -220,12 +220,23 @@ impl NativeLease {
         timeout: Option<f64>,
         call: Call,
     ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
-        let pending = match millis_opt("options.timeout", timeout) {
-            Ok(timeout) => Pending::spawn(lost_within(&self.lease, timeout)),
-            Err(error) => Pending::ready(Err(error)),
-        };
-        bridge::run(env, call, pending, |_, loss| Ok(loss.as_ref().map(js_loss)))
+        lost(env, &self.lease, timeout, call)
     }
+}
+
+/// `lost({ timeout })` of a lease, a held lock or an election, the same for the three (core's
+/// `lost_within`).
+fn lost<'e>(
+    env: &'e Env,
+    lease: &Lease,
+    timeout: Option<f64>,
+    call: Call,
+) -> napi::Result<Returned<'e, Option<JsLoss>>> {
+    let pending = match millis_opt("options.timeout", timeout) {
+        Ok(timeout) => Pending::spawn(lost_within(lease, timeout)),
+        Err(error) => Pending::ready(Err(error)),
+    };
+    bridge::run(env, call, pending, |_, loss| Ok(loss.as_ref().map(js_loss)))
 }
 
 /// A lease's state.
@@ -384,6 +395,20 @@ impl NativeGuard {
     #[napi(getter, catch_unwind)]
     pub fn name(&self) -> JsBuffer {
         self.out.bytes(self.lease.key())
+    }
+
+    /// Waits until the lock is not held, for at most `timeout` ms, as `lease.lost` does.
+    #[napi(
+        ts_return_type = "JsLoss | null | Promise<JsLoss | null>",
+        catch_unwind
+    )]
+    pub fn lost<'e>(
+        &self,
+        env: &'e Env,
+        timeout: Option<f64>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
+        lost(env, &self.lease, timeout, call)
     }
 
     /// Releases the lock (once; later calls do nothing).
@@ -612,6 +637,21 @@ impl NativeElection {
     #[napi(getter, catch_unwind)]
     pub fn is_leader(&self) -> bool {
         self.election.is_leader()
+    }
+
+    /// Waits until the leadership is not held, for at most `timeout` ms, as `lease.lost` does
+    /// (`null` after `resign`).
+    #[napi(
+        ts_return_type = "JsLoss | null | Promise<JsLoss | null>",
+        catch_unwind
+    )]
+    pub fn lost<'e>(
+        &self,
+        env: &'e Env,
+        timeout: Option<f64>,
+        call: Call,
+    ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
+        lost(env, self.election.lease(), timeout, call)
     }
 
     #[napi(getter, catch_unwind)]

@@ -148,3 +148,22 @@ test('lost is the loss or null for every timeout, the same as in every language'
     assert.equal(expiring.lostSync({ timeout })?.reason, 'expired', `lostSync(${timeout})`)
   }
 })
+
+test('a held lock and an election answer lost as a lease does', T, async () => {
+  const [client] = clients
+  const guard = await client.createLock(unique('lost-lock'), { ttl: 10_000 }).lock()
+  assert.equal(await guard.lost({ timeout: 0 }), null)
+  assert.equal(guard.lostSync({ timeout: 100 }), null) // still held when the time is up
+  await guard.release()
+  assert.equal(await guard.lost(), null) // released: no loss
+  const expiring = await client.createLock(unique('lost-lock-expiring'), { ttl: 300, autoRenew: false }).lock()
+  assert.equal((await expiring.lost({ timeout: 20_000 }))?.reason, 'expired')
+  assert.equal(expiring.lostSync()?.reason, 'expired')
+
+  const election = client.election(unique('lost-election'), 'me', { ttl: 10_000 })
+  assert.equal(election.lostSync({ timeout: 0 }), null) // never elected
+  await election.campaign()
+  assert.equal(await election.lost({ timeout: 100 }), null)
+  await election.resign()
+  assert.equal(await election.lost(), null) // resigned: no loss
+})

@@ -169,10 +169,11 @@ class AsyncElection(ElectionBase[_V], _AsyncLosable, Awaiting):
 _C = TypeVar("_C", bound="AsyncClient[Any]")
 
 
-class Connecting(Generic[_C]):
+class Connecting(Coroutine[Any, Any, _C]):
     """What ``AsyncClient.connect``, ``from_env`` and ``from_url`` return: ``await`` it for the
     client, or connect for the length of a block with ``async with AsyncClient.connect(...) as
-    client:`` (the client is closed when the block ends), as ``websockets.connect`` allows."""
+    client:`` (the client is closed when the block ends), as ``websockets.connect`` allows. It is
+    the connecting coroutine itself otherwise (``asyncio.create_task``, ``wait_for``, ...)."""
 
     __slots__ = ("_connecting", "_client")
 
@@ -182,6 +183,15 @@ class Connecting(Generic[_C]):
 
     def __await__(self) -> Generator[Any, None, _C]:
         return self._connecting.__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._connecting.send(value)
+
+    def throw(self, *error: Any) -> Any:
+        return self._connecting.throw(*error)
+
+    def close(self) -> None:
+        self._connecting.close()
 
     async def __aenter__(self) -> _C:
         self._client = await self._connecting

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import Callable
 
@@ -493,6 +494,12 @@ async def test_async_with_connect_connects_for_the_block(server: LocalStateStore
     with pytest.raises(statestore.ConnectionError):
         async with AsyncClient.connect(server.host, 1):  # nothing to close: never connected
             pass
+    # Still the connecting coroutine for asyncio's own functions.
+    task = asyncio.create_task(AsyncClient.connect(server.host, server.port))
+    async with await task as tasked:
+        assert tasked.connection_state == "connected"
+    async with await asyncio.wait_for(AsyncClient.connect(server.host, server.port), 30) as waited:
+        assert waited.connection_state == "connected"
 
 
 def test_results_are_equal_hashable_and_picklable_by_their_fields(client: Client, key: str) -> None:

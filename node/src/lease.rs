@@ -206,26 +206,37 @@ impl NativeLease {
             loss: nullable(state.loss().map(js_loss)),
         }
     }
-
-    /// Waits until the lease is not held, for at most `timeout` ms (none: until then; 0: the
-    /// state now): the loss, or `null` if it was released, never held, or still held when the
-    /// time is up (core's `lost_within`).
-    #[napi(
-        ts_return_type = "JsLoss | null | Promise<JsLoss | null>",
-        catch_unwind
-    )]
-    pub fn lost<'e>(
-        &self,
-        env: &'e Env,
-        timeout: Option<f64>,
-        call: Call,
-    ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
-        lost(env, &self.lease, timeout, call)
-    }
 }
 
-/// `lost({ timeout })` of a lease, a held lock or an election, the same for the three (core's
-/// `lost_within`).
+/// `lost({ timeout })` of `$class`, whose lease `$lease(self)` gives: waits until it is not
+/// held, for at most `timeout` ms (none: until then; 0: the state now), and gives the loss, or
+/// `null` if it was released (resigned), never held, or still held when the time is up. The
+/// same for a lease, a held lock and an election (core's `lost_within`).
+macro_rules! losable {
+    ($class:ident, $lease:expr) => {
+        #[napi]
+        impl $class {
+            #[napi(
+                ts_return_type = "JsLoss | null | Promise<JsLoss | null>",
+                catch_unwind
+            )]
+            pub fn lost<'e>(
+                &self,
+                env: &'e Env,
+                timeout: Option<f64>,
+                call: Call,
+            ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
+                let lease: fn(&$class) -> &Lease = $lease;
+                lost(env, lease(self), timeout, call)
+            }
+        }
+    };
+}
+
+losable!(NativeLease, |this| &this.lease);
+losable!(NativeGuard, |this| &this.lease);
+losable!(NativeElection, |this| this.election.lease());
+
 fn lost<'e>(
     env: &'e Env,
     lease: &Lease,
@@ -395,20 +406,6 @@ impl NativeGuard {
     #[napi(getter, catch_unwind)]
     pub fn name(&self) -> JsBuffer {
         self.out.bytes(self.lease.key())
-    }
-
-    /// Waits until the lock is not held, for at most `timeout` ms, as `lease.lost` does.
-    #[napi(
-        ts_return_type = "JsLoss | null | Promise<JsLoss | null>",
-        catch_unwind
-    )]
-    pub fn lost<'e>(
-        &self,
-        env: &'e Env,
-        timeout: Option<f64>,
-        call: Call,
-    ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
-        lost(env, &self.lease, timeout, call)
     }
 
     /// Releases the lock (once; later calls do nothing).
@@ -637,21 +634,6 @@ impl NativeElection {
     #[napi(getter, catch_unwind)]
     pub fn is_leader(&self) -> bool {
         self.election.is_leader()
-    }
-
-    /// Waits until the leadership is not held, for at most `timeout` ms, as `lease.lost` does
-    /// (`null` after `resign`).
-    #[napi(
-        ts_return_type = "JsLoss | null | Promise<JsLoss | null>",
-        catch_unwind
-    )]
-    pub fn lost<'e>(
-        &self,
-        env: &'e Env,
-        timeout: Option<f64>,
-        call: Call,
-    ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
-        lost(env, self.election.lease(), timeout, call)
     }
 
     #[napi(getter, catch_unwind)]

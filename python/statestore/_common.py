@@ -572,7 +572,11 @@ class ClientBase(Shared["_native.Client[_V]"], Generic[_RB, _RS, _V]):
         return self._native.close()
 
     def __repr__(self) -> str:
-        return f"<statestore.{type(self).__name__} {self.client_id!r} {self.connection_state}>"
+        try:
+            state: str = self.connection_state
+        except Exception:  # a repr must not raise, whatever the state of the client
+            state = "?"
+        return f"<statestore.{type(self).__name__} {self.client_id!r} {state}>"
 
 
 class _Holding(Protocol):

@@ -205,14 +205,9 @@ fn decode(text: &str, part: &str) -> std::result::Result<String, String> {
         .map_err(|_| format!("bad percent-encoding in the {part}: it decodes to invalid UTF-8"))
 }
 
-/// ` (did you mean NAME?)` for the table name closest to an unknown `name`, if one is close.
+/// ` (did you mean NAME?)`, or the list of settings, after an unknown query option `name`.
 fn suggestion(name: &str) -> String {
-    match crate::options_by_name::OptionSpec::closest(name) {
-        Some(spec) => format!(" (did you mean {}?)", spec.name),
-        None => " (the options are the snake_case names of the connect options: host, port, \
-                  client_id, keep_alive, tls, ca_file, ...)"
-            .into(),
-    }
+    format!(" ({})", crate::options_by_name::OptionSpec::hint(name))
 }
 
 /// `url` with the password of its user info and any `password=` query value replaced by
@@ -402,7 +397,8 @@ mod tests {
     fn an_unknown_option_suggests_the_nearest_name() {
         assert!(refusal("mqtt://h?keepalive=30s").contains("did you mean keep_alive?"));
         assert!(refusal("mqtt://h?clientId=a").contains("did you mean client_id?"));
-        assert!(refusal("mqtt://h?zzzzzzzz=1").contains("snake_case names"));
+        assert!(refusal("mqtt://h?zzzzzzzz=1")
+            .contains("(the settings are host, port, client_id, keep_alive"));
     }
 
     #[test]

@@ -466,7 +466,13 @@ interface LocalServerCalls {
 export interface LocalServer extends LocalServerCalls, SyncTwins<LocalServerCalls> {
   readonly host: string
   readonly port: number
-  /** `{ host, port }` for `Client.connect`. */
+  /**
+   * The connection URL for `Client.connect(url)`: `mqtt://127.0.0.1:PORT`, `mqtts://` with TLS,
+   * with the account (`mqtt://user:password@...`) when started with one. It holds the password:
+   * keep it out of logs.
+   */
+  readonly url: string
+  /** `{ host, port }` for `Client.connect` (the account, if any, goes in as options; `url` has it). */
   readonly connectOptions: { host: string; port: number }
   [Symbol.asyncDispose](): Promise<void>
 }

@@ -219,7 +219,8 @@ class Wrapper {
   /**
    * Writes the members of `cls` (a subclass) from its table. `native`: the addon class it
    * wraps (in `addon()`, the client's addon unless said); `made`: how users get one;
-   * `getters`: the addon's getters it shows as they are; `twins`: operations, each a Promise
+   * `getters`: the addon's getters it shows as they are (`secrets`: ones `inspect` leaves
+   * out); `twins`: operations, each a Promise
    * method `name` and its blocking `nameSync`; `methods`: calls that answer at once. An
    * operation's entry (every field optional):
    * - `native`: the addon member it calls (default: its own name); two names when the addon
@@ -232,9 +233,9 @@ class Wrapper {
    * - `steps`: a generator (see `drive`) for an operation of several calls, which `uses`
    *   lists.
    */
-  static define(cls, { native: name, made, getters = [], twins = {}, methods = {}, addon = () => native }) {
+  static define(cls, { native: name, made, getters = [], secrets = [], twins = {}, methods = {}, addon = () => native }) {
     wrapped.set(cls, { Native: () => addon()[name], made })
-    for (const key of getters) {
+    for (const key of [...getters, ...secrets]) {
       backs(cls.name, { [key]: [`${name}.${key}`] })
       Object.defineProperty(cls.prototype, key, {
         configurable: true,

@@ -25,7 +25,7 @@ function server() {
 
 /** A running local state store. */
 class LocalServer extends Wrapper {
-  /** `{ host, port }`: pass to `Client.connect`. */
+  /** `{ host, port }`: pass to `Client.connect` (with the account, if any, as options; `url` has it). */
   get connectOptions() {
     return { host: this.host, port: this.port }
   }
@@ -38,6 +38,7 @@ Wrapper.define(LocalServer, {
   addon: server,
   made: 'startLocalServer()',
   getters: ['host', 'port'],
+  secrets: ['url'], // not shown by inspect: it holds the password
   twins: { stop: { native: ['stop', 'stopSync'] } },
 })
 

@@ -484,6 +484,12 @@ describe('API details', () => {
       const c = await Client.connect({ ...secured.connectOptions, username: 'ann', password: 'secret' })
       await c.set('k', 'v')
       await c.close()
+      // The server's URL carries the account; its inspection does not show it.
+      assert.equal(secured.url, `mqtt://ann:secret@127.0.0.1:${secured.port}`)
+      assert.ok(!inspect(secured).includes('secret'), inspect(secured))
+      const fromUrl = await Client.connect(secured.url)
+      assert.equal((await fromUrl.get('k')).value.toString(), 'v')
+      await fromUrl.close()
     } finally {
       await secured.stop()
     }

@@ -32,6 +32,10 @@ test('TLS: connects with the CA file; refused with system roots or plain TCP', T
     assert.equal((await client.set('tls', 'yes')).applied, true)
     assert.equal(client.getSync('tls').value.toString(), 'yes')
     await client.close()
+    assert.equal(server.url, `mqtts://127.0.0.1:${server.port}`)
+    const fromUrl = await Client.connect(server.url, { caFile: path.join(dir, 'ca.pem') })
+    assert.equal((await fromUrl.get('tls')).value.toString(), 'yes')
+    await fromUrl.close()
     await assert.rejects(Client.connect({ host: 'localhost', port: server.port, tls: true, defaultTimeout: 3_000 }), { code: ErrorCodes.CONNECTION })
     await assert.rejects(Client.connect({ host: 'localhost', port: server.port, defaultTimeout: 2_000 }), { code: ErrorCodes.CONNECTION })
   } finally {

@@ -68,13 +68,22 @@ class LocalStateStore(ClosedOnExit):
         """The port clients connect to (a free one when started with port 0)."""
         return self._server.port
 
+    @property
+    def url(self) -> str:
+        """The connection URL for ``Client.from_url``: ``mqtt://127.0.0.1:PORT``, ``mqtts://``
+        with TLS, and the account (``mqtt://user:password@...``) when started with one. It holds
+        the password: keep it out of logs."""
+        return self._server.url
+
     @overload
     def client(self, *, decode_responses: Literal[False] = False, **options: Unpack[ConnectOptions]) -> Client[bytes]: ...
     @overload
     def client(self, *, decode_responses: Literal[True], **options: Unpack[ConnectOptions]) -> Client[str]: ...
     def client(self, *, decode_responses: bool = False, **options: Unpack[ConnectOptions]) -> Client[Any]:
-        """A blocking client connected to this store (``Client.connect``'s keywords)."""
-        return Client.connect(self.host, self.port, decode_responses=decode_responses, **options)
+        """A blocking client connected to this store, logged in with its account if it has one
+        (``Client.connect``'s keywords, which override the URL's: ``ca_file`` for a store serving
+        TLS)."""
+        return Client.from_url(self.url, decode_responses=decode_responses, **options)
 
     @overload
     async def async_client(
@@ -85,8 +94,8 @@ class LocalStateStore(ClosedOnExit):
         self, *, decode_responses: Literal[True], **options: Unpack[ConnectOptions]
     ) -> AsyncClient[str]: ...
     async def async_client(self, *, decode_responses: bool = False, **options: Unpack[ConnectOptions]) -> AsyncClient[Any]:
-        """An asyncio client connected to this store (``AsyncClient.connect``'s keywords)."""
-        return await AsyncClient.connect(self.host, self.port, decode_responses=decode_responses, **options)
+        """An asyncio client connected to this store, as ``client()`` connects."""
+        return await AsyncClient.from_url(self.url, decode_responses=decode_responses, **options)
 
     def stop(self) -> None:
         """Stops the store (idempotent)."""

@@ -290,6 +290,11 @@ def test_password_authentication(tmp_path: "object", key: str) -> None:
             assert c.get(key) is not None
         with pytest.raises(statestore.ConnectionError):
             Client.connect(s.host, s.port, username="app", password="wrong", default_timeout=3)
+        # The store's URL and its clients carry the account.
+        assert s.url == f"mqtt://app:s3cret@{s.host}:{s.port}"
+        assert "s3cret" not in repr(s)
+        with s.client() as c:
+            assert c.get(key) is not None
 
 
 def test_tls(tmp_path: "object", key: str) -> None:
@@ -313,6 +318,9 @@ def test_tls(tmp_path: "object", key: str) -> None:
             assert c.set(key, "over tls").applied
         with pytest.raises(statestore.ConnectionError):  # the system roots do not know our CA
             Client.connect("localhost", s.port, tls=True, default_timeout=3)
+        assert s.url == f"mqtts://127.0.0.1:{s.port}"
+        with s.client(ca_file=d / "ca.pem") as c:
+            assert c.get(key) is not None
 
 
 FLAVOURS = [

@@ -1,6 +1,8 @@
 //! [`Server`]: the engine, its service task and a transport, started and stopped together.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -22,6 +24,8 @@ const OUTPUT_CAPACITY: usize = 4096;
 /// without waiting.
 pub struct Server {
     transport: Option<Transport>,
+    /// The connection URL clients use (see [`Server::url`]).
+    url: String,
     service: Option<JoinHandle<()>>,
     cancel: CancellationToken,
 }
@@ -29,6 +33,47 @@ pub struct Server {
 enum Transport {
     Embedded(Embedded),
     External(External),
+}
+
+impl Transport {
+    fn local_addr(&self) -> SocketAddr {
+        match self {
+            Transport::Embedded(embedded) => embedded.local_addr(),
+            Transport::External(external) => external.local_addr(),
+        }
+    }
+}
+
+/// What a URL's user name and password may hold unencoded: RFC 3986's unreserved characters.
+const USERINFO: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// [`Server::url`] of a server started with `config` and reached at `addr`.
+fn client_url(config: &ServerConfig, mut addr: SocketAddr) -> String {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(match addr.ip() {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        });
+    }
+    let embedded = matches!(config.mode, Mode::Embedded { .. });
+    let scheme = if embedded && config.tls.is_some() {
+        "mqtts"
+    } else {
+        "mqtt"
+    };
+    let account = match &config.credentials {
+        Some(account) if embedded => format!(
+            "{}:{}@",
+            utf8_percent_encode(&account.username, USERINFO),
+            utf8_percent_encode(&account.password, USERINFO)
+        ),
+        _ => String::new(),
+    };
+    format!("{scheme}://{account}{addr}")
 }
 
 impl Server {
@@ -72,8 +117,10 @@ impl Server {
             ),
         };
         let service = tokio::spawn(service::run(engine, durable, input_rx, output_tx));
+        let url = client_url(&config, transport.local_addr());
         Ok(Server {
             transport: Some(transport),
+            url,
             service: Some(service),
             cancel,
         })
@@ -82,11 +129,22 @@ impl Server {
     /// Where clients connect: the embedded broker's bound address (the real port when the
     /// configuration said port 0), or the external broker's address.
     pub fn local_addr(&self) -> SocketAddr {
-        match &self.transport {
-            Some(Transport::Embedded(embedded)) => embedded.local_addr(),
-            Some(Transport::External(external)) => external.local_addr(),
-            None => SocketAddr::from(([0, 0, 0, 0], 0)),
-        }
+        self.transport
+            .as_ref()
+            .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), Transport::local_addr)
+    }
+
+    /// The connection URL a client uses to reach this state store
+    /// (`statestore::ConnectOptions::from_url`, and every language's `from_url`):
+    /// `mqtt://127.0.0.1:PORT`, `mqtts://` when the embedded broker serves TLS, with the account
+    /// clients must log in with (`mqtt://user:password@...`, percent-encoded) when it has one.
+    /// A wildcard listen address is given as the loopback address of its family. In external
+    /// mode, the broker's address, without the server's own account.
+    ///
+    /// The URL holds the password: it is for the tests and tools that start the server, not
+    /// for logs.
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// Stops taking requests, answers the ones already received, then closes the broker

@@ -105,3 +105,66 @@ async fn external_mode_fails_fast_when_no_broker_listens() {
     .await;
     assert!(result.is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_url_carries_the_account_and_the_scheme_a_client_needs() {
+    let server = Server::start(ServerConfig {
+        credentials: Some(Credentials {
+            username: "al ice@example".to_owned(),
+            password: "p:w/d%?#".to_owned(),
+        }),
+        ..ServerConfig::default()
+    })
+    .await
+    .expect("starts");
+    let url = server.url().to_owned();
+    assert_eq!(
+        url,
+        format!(
+            "mqtt://al%20ice%40example:p%3Aw%2Fd%25%3F%23@{}",
+            server.local_addr()
+        )
+    );
+    let client = statestore::Client::connect_url(&url)
+        .await
+        .expect("the URL's account logs in");
+    client
+        .set("k", "v", statestore::SetOptions::default())
+        .await
+        .expect("set");
+    client.close().await.expect("close");
+    server.shutdown().await;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, ca) = statestore_testkit::tls::embedded_over_tls(dir.path()).await;
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca).expect("CA file");
+    assert_eq!(server.url(), format!("mqtts://{}", server.local_addr()));
+    let client =
+        statestore::Client::connect_url(&format!("{}?ca_file={}", server.url(), ca_file.display()))
+            .await
+            .expect("connects over TLS");
+    client
+        .set("k", "v", statestore::SetOptions::default())
+        .await
+        .expect("set over TLS");
+    client.close().await.expect("close");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wildcard_listen_address_gives_a_loopback_url() {
+    let server = Server::start(ServerConfig {
+        mode: Mode::Embedded {
+            listen: SocketAddr::from(([0, 0, 0, 0], 0)),
+        },
+        ..ServerConfig::default()
+    })
+    .await
+    .expect("starts");
+    assert_eq!(
+        server.url(),
+        format!("mqtt://127.0.0.1:{}", server.local_addr().port())
+    );
+    server.shutdown().await;
+}

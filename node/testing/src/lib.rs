@@ -130,14 +130,17 @@ fn stop_server(server: Option<Server>) -> napi::Result<()> {
 pub struct NativeLocalServer {
     server: Arc<Mutex<Option<Server>>>,
     addr: SocketAddr,
+    url: String,
 }
 
 impl NativeLocalServer {
     fn new(server: Server) -> NativeLocalServer {
         let addr = server.local_addr();
+        let url = server.url().to_owned();
         NativeLocalServer {
             server: Arc::new(Mutex::new(Some(server))),
             addr,
+            url,
         }
     }
 
@@ -208,6 +211,12 @@ impl NativeLocalServer {
     #[napi(getter)]
     pub fn port(&self) -> u32 {
         u32::from(self.addr.port())
+    }
+
+    /// The connection URL clients use, with the account when it has one.
+    #[napi(getter)]
+    pub fn url(&self) -> String {
+        self.url.clone()
     }
 
     /// Stops the server (idempotent); connected clients see the connection drop.

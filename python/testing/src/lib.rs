@@ -16,6 +16,7 @@ use statestore_server::{Credentials, Mode, Server as CoreServer, ServerConfig, T
 pub struct Server {
     server: Mutex<Option<CoreServer>>,
     addr: SocketAddr,
+    url: String,
 }
 
 #[pymethods]
@@ -72,9 +73,11 @@ impl Server {
         });
         let server = started.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         let addr = server.local_addr();
+        let url = server.url().to_owned();
         Ok(Server {
             server: Mutex::new(Some(server)),
             addr,
+            url,
         })
     }
 
@@ -88,6 +91,12 @@ impl Server {
     #[getter]
     fn port(&self) -> u16 {
         self.addr.port()
+    }
+
+    /// The connection URL clients use, with the account when it has one.
+    #[getter]
+    fn url(&self) -> &str {
+        &self.url
     }
 
     /// Whether it has been stopped.

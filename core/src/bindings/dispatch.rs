@@ -117,14 +117,22 @@ pub struct CompletionQueue {
 }
 
 struct QueueInner {
-    jobs: Mutex<VecDeque<Job>>,
-    /// Signalled on each push, for a thread that waits without the descriptor
+    jobs: Mutex<Jobs>,
+    /// Signalled on a push while a thread waits without the descriptor
     /// ([`CompletionQueue::wait_nonempty`]).
     pushed: Condvar,
-    /// Readable while `jobs` is not empty: a byte is written to `wake` on the push that makes
-    /// the queue non-empty, and read by the run that empties it.
+    /// Readable while `jobs` is not empty: a byte is written to `wake` after the push that
+    /// makes the queue non-empty, and read by the run that empties it.
     reader: UnixStream,
     wake: UnixStream,
+}
+
+/// The queued callbacks, and how many threads wait in [`CompletionQueue::wait_nonempty`]
+/// (a push signals the condition variable only then: signalling is a system call).
+#[derive(Default)]
+struct Jobs {
+    queued: VecDeque<Job>,
+    waiting: usize,
 }
 
 impl std::fmt::Debug for CompletionQueue {
@@ -153,7 +161,7 @@ impl CompletionQueue {
             })?;
         Ok(Self {
             inner: Arc::new(QueueInner {
-                jobs: Mutex::new(VecDeque::new()),
+                jobs: Mutex::new(Jobs::default()),
                 pushed: Condvar::new(),
                 reader,
                 wake,
@@ -167,34 +175,43 @@ impl CompletionQueue {
         self.inner.reader.as_raw_fd()
     }
 
-    fn lock(&self) -> MutexGuard<'_, VecDeque<Job>> {
+    fn lock(&self) -> MutexGuard<'_, Jobs> {
         // Pushes and drains are single operations: a poisoned queue is consistent.
         self.inner.jobs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// How many callbacks wait.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().queued.len()
     }
 
     /// Whether no callback waits.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().queued.is_empty()
     }
 
     /// Queues `job`; the descriptor becomes readable if the queue was empty.
+    ///
+    /// The byte is written after the lock is released: the host's thread, woken by it, then
+    /// finds the queue free instead of waiting for the pushing thread to let go of it (a
+    /// thread switch each way). A run between the unlock and the byte takes the job without
+    /// it, and the byte makes one later wake-up that finds nothing to run; a job is never left
+    /// without a byte to come, since the push that made the queue non-empty writes one after
+    /// every run that could have drained the socket before it.
     pub(crate) fn push(&self, job: Job) {
         let mut jobs = self.lock();
-        let was_empty = jobs.is_empty();
-        jobs.push_back(job);
+        let was_empty = jobs.queued.is_empty();
+        jobs.queued.push_back(job);
+        let waiting = jobs.waiting > 0;
+        drop(jobs);
         if was_empty {
-            // Under the lock, so that a run that empties the queue cannot drain the socket
-            // between this push and its byte. One byte per empty-to-non-empty change, each read
-            // by a run: the socket's buffer never fills.
+            // One byte per empty-to-non-empty change, each read by a run: the socket's buffer
+            // never fills.
             let _ = (&self.inner.wake).write(&[1]);
         }
-        drop(jobs);
-        self.inner.pushed.notify_all();
+        if waiting {
+            self.inner.pushed.notify_all();
+        }
     }
 
     /// Runs every callback waiting now, on this thread, in the order they were queued, and
@@ -212,7 +229,7 @@ impl CompletionQueue {
                     _ => break, // drained (WouldBlock, or fewer bytes than asked)
                 }
             }
-            std::mem::take(&mut *jobs)
+            std::mem::take(&mut jobs.queued)
         };
         let ran = jobs.len();
         for job in jobs {
@@ -225,13 +242,15 @@ impl CompletionQueue {
 
     /// Blocks until a callback waits or `timeout` passes; returns whether one waits.
     pub fn wait_nonempty(&self, timeout: Duration) -> bool {
-        let jobs = self.lock();
-        let (jobs, _) = self
+        let mut jobs = self.lock();
+        jobs.waiting += 1;
+        let (mut jobs, _) = self
             .inner
             .pushed
-            .wait_timeout_while(jobs, timeout, |jobs| jobs.is_empty())
+            .wait_timeout_while(jobs, timeout, |jobs| jobs.queued.is_empty())
             .unwrap_or_else(|e| e.into_inner());
-        !jobs.is_empty()
+        jobs.waiting -= 1;
+        !jobs.queued.is_empty()
     }
 }
 
@@ -245,13 +264,18 @@ mod tests {
 
     /// Whether the queue's descriptor is readable now, as a poll loop would see it.
     fn readable(queue: &CompletionQueue) -> bool {
+        readable_within(queue, 0)
+    }
+
+    /// Whether the queue's descriptor becomes readable within `ms` milliseconds.
+    fn readable_within(queue: &CompletionQueue, ms: i32) -> bool {
         let mut watch = libc::pollfd {
             fd: queue.fd(),
             events: libc::POLLIN,
             revents: 0,
         };
-        // SAFETY: one valid pollfd, for the length of the call; a zero timeout never blocks.
-        let ready = unsafe { libc::poll(&mut watch, 1, 0) };
+        // SAFETY: one valid pollfd, for the length of the call.
+        let ready = unsafe { libc::poll(&mut watch, 1, ms) };
         ready == 1 && watch.revents & libc::POLLIN != 0
     }
 
@@ -287,11 +311,15 @@ mod tests {
     fn a_call_completing_on_the_runtime_wakes_the_descriptor() {
         let queue = CompletionQueue::new().unwrap();
         let (sender, received) = channel();
-        Pending::spawn(async { Ok(7) }).on_complete_in(&queue, move |result| {
+        Pending::spawn(async {
+            tokio::task::yield_now().await; // completes on a runtime thread
+            Ok(7)
+        })
+        .on_complete_in(&queue, move |result| {
             sender.send(result.unwrap()).unwrap();
         });
         assert!(queue.wait_nonempty(Duration::from_secs(60)));
-        assert!(readable(&queue));
+        assert!(readable_within(&queue, 60_000));
         assert_eq!(queue.run_ready(), 1);
         assert_eq!(received.try_recv().unwrap(), 7);
     }

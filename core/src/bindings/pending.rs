@@ -7,6 +7,7 @@
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -46,6 +47,9 @@ enum State<T> {
 struct Slot<T> {
     state: Mutex<State<T>>,
     done: Condvar,
+    /// How many threads wait on `done`, changed and read under the `state` lock: a completion
+    /// signals `done` only then (signalling is a system call).
+    waiting: AtomicUsize,
     /// The call's task, once it runs on the runtime.
     task: OnceLock<AbortHandle>,
 }
@@ -55,6 +59,7 @@ impl<T: Send + 'static> Slot<T> {
         Arc::new(Slot {
             state: Mutex::new(state),
             done: Condvar::new(),
+            waiting: AtomicUsize::new(0),
             task: OnceLock::new(),
         })
     }
@@ -81,8 +86,11 @@ impl<T: Send + 'static> Slot<T> {
         match std::mem::replace(&mut *state, State::Taken) {
             State::Running(waker) => {
                 *state = State::Done(result);
+                let waiting = self.waiting.load(Ordering::Relaxed) > 0;
                 drop(state);
-                self.done.notify_all();
+                if waiting {
+                    self.done.notify_all();
+                }
                 if let Some(waker) = waker {
                     waker.wake();
                 }
@@ -98,6 +106,31 @@ impl<T: Send + 'static> Slot<T> {
 
     fn is_complete(&self) -> bool {
         !matches!(*self.lock(), State::Running(_) | State::Callback(..))
+    }
+
+    /// Waits on `done` with `state` (this slot's lock), at most `timeout` if given; whether
+    /// the timeout passed.
+    fn wait_done<'a>(
+        &'a self,
+        state: MutexGuard<'a, State<T>>,
+        timeout: Option<Duration>,
+    ) -> (MutexGuard<'a, State<T>>, bool) {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let (state, timed_out) = match timeout {
+            None => (
+                self.done.wait(state).unwrap_or_else(|e| e.into_inner()),
+                false,
+            ),
+            Some(timeout) => {
+                let (state, waited) = self
+                    .done
+                    .wait_timeout(state, timeout)
+                    .unwrap_or_else(|e| e.into_inner());
+                (state, waited.timed_out())
+            }
+        };
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        (state, timed_out)
     }
 
     fn take(state: &mut State<T>) -> Option<Result<T>> {
@@ -133,8 +166,9 @@ impl<T: Send + 'static> Slot<T> {
     /// The first poll here is what makes a call cheap to start: a call refused before
     /// anything is sent (a bad argument) completes without a thread hop, and any other hands
     /// its request to the connection from the caller's thread, so the runtime thread woken
-    /// for the connection's I/O is the only one woken. Its waker does nothing: the task
-    /// spawned next polls the call again with its own, as any future must accept.
+    /// for the connection's I/O is the only one woken, once: the call's timeout is armed by
+    /// its task ([`runtime::first_steps`]). Its waker does nothing: the task spawned next
+    /// polls the call again with its own, as any future must accept.
     fn start_on_runtime(self: &Arc<Self>, mut call: CallFuture<T>) {
         if self.is_complete() {
             return; // cancelled before it started
@@ -401,18 +435,10 @@ impl<T: Send + 'static> Pending<T> {
                 return result;
             }
             state = match check.as_mut() {
-                None => self
-                    .slot
-                    .done
-                    .wait(state)
-                    .unwrap_or_else(|e| e.into_inner()),
+                None => self.slot.wait_done(state, None).0,
                 Some((every, check)) => {
-                    let (state, waited) = self
-                        .slot
-                        .done
-                        .wait_timeout(state, *every)
-                        .unwrap_or_else(|e| e.into_inner());
-                    if waited.timed_out() {
+                    let (state, timed_out) = self.slot.wait_done(state, Some(*every));
+                    if timed_out {
                         if let Err(error) = check() {
                             drop(state);
                             self.slot.cancel();
@@ -446,12 +472,7 @@ impl<T: Send + 'static> Pending<T> {
             if left.is_zero() {
                 return None;
             }
-            state = self
-                .slot
-                .done
-                .wait_timeout(state, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = self.slot.wait_done(state, Some(left)).0;
         }
     }
 

@@ -237,7 +237,13 @@ impl NativeClient {
         settings: Vec<ConnectSetting>,
         call: Call,
     ) -> napi::Result<Returned<'e, NativeClient>> {
-        Self::connect_with(env, ConnectOptions::from_env(), settings, call)
+        // A host among the settings need not be in the environment too.
+        let host = settings.iter().find_map(|s| match (&*s.name, &s.value) {
+            ("host", Either3::A(host)) => Some(host.clone()),
+            _ => None,
+        });
+        let base = ConnectOptions::from_env_or_host(host.as_deref());
+        Self::connect_with(env, base, settings, call)
     }
 
     /// Connects with the settings of a connection URL (`ConnectOptions::from_url`), then

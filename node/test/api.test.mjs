@@ -410,6 +410,12 @@ describe('API details', () => {
       const s = Client.fromEnvSync({ clientId: unique('envsync') })
       s.setSync(unique('env'), 'v')
       s.closeSync()
+      // Without AIO_BROKER_HOSTNAME: refused, saying what to do, unless the options give the host.
+      delete process.env.AIO_BROKER_HOSTNAME
+      await assert.rejects(Client.fromEnv(), { code: ErrorCodes.INVALID_ARGUMENT, message: /AIO_BROKER_HOSTNAME is not set.*give the host/ })
+      const h = await Client.fromEnv({ host: server.host })
+      await h.set(unique('env'), 'v')
+      await h.close()
     } finally {
       for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k]
     }

@@ -227,7 +227,15 @@ impl Client {
         options: Option<&Bound<'_, PyDict>>,
         decode_responses: bool,
     ) -> PyResult<Operation> {
-        Self::connect_over(ConnectOptions::from_env(), options, decode_responses)
+        // A host among the options need not be in the environment too.
+        let host = match options {
+            Some(options) => options
+                .get_item("host")?
+                .and_then(|host| host.extract::<String>().ok()),
+            None => None,
+        };
+        let base = ConnectOptions::from_env_or_host(host.as_deref());
+        Self::connect_over(base, options, decode_responses)
     }
 
     /// Connects with the settings of a connection URL (`ConnectOptions::from_url`), then

@@ -246,6 +246,12 @@ def test_from_env(server: statestore.testing.LocalStateStore, monkeypatch: pytes
     monkeypatch.setenv("AIO_MQTT_USE_TLS", "false")
     with Client.from_env() as c:
         assert c.set(key, "env").applied
+    # Without AIO_BROKER_HOSTNAME: refused, saying what to do, unless the options give the host.
+    monkeypatch.delenv("AIO_BROKER_HOSTNAME")
+    with pytest.raises(statestore.InvalidArgumentError, match="AIO_BROKER_HOSTNAME is not set.*give the host"):
+        Client.from_env()
+    with Client.from_env(host=server.host) as c:
+        assert c.get(key) is not None
 
 
 async def test_async_from_env(server: statestore.testing.LocalStateStore, monkeypatch: pytest.MonkeyPatch) -> None:

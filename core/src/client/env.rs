@@ -31,13 +31,26 @@ impl ConnectOptions {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
+    /// [`ConnectOptions::from_env`] with `host`, when given, standing in for
+    /// `AIO_BROKER_HOSTNAME`: for callers whose own settings override the environment's
+    /// (every language's `from_env` with options), so that a host among them need not be in
+    /// the environment too.
+    pub fn from_env_or_host(host: Option<&str>) -> Result<Self> {
+        Self::from_lookup(|name| match (name, host) {
+            ("AIO_BROKER_HOSTNAME", Some(host)) => Some(host.to_owned()),
+            _ => std::env::var(name).ok(),
+        })
+    }
+
     /// Like [`ConnectOptions::from_env`], reading each variable through `lookup` (an empty value
     /// counts as unset).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let host = get("AIO_BROKER_HOSTNAME").ok_or_else(|| {
             Error::InvalidArgument(
-                "AIO_BROKER_HOSTNAME is not set: it names the MQTT broker".into(),
+                "AIO_BROKER_HOSTNAME is not set: it names the MQTT broker; set it, or give the \
+                 host"
+                    .into(),
             )
         })?;
         let use_tls = parse(&get, "AIO_MQTT_USE_TLS", parse_bool)?.unwrap_or(true);

@@ -28,6 +28,11 @@ pub struct ServeArgs {
     )]
     pub listen: SocketAddr,
 
+    /// Run the embedded broker on this port of 127.0.0.1 (`--listen 127.0.0.1:PORT`; 0 picks
+    /// a free one, printed on the ready line).
+    #[arg(long, value_name = "PORT", conflicts_with_all = ["listen", "broker"])]
+    pub port: Option<u16>,
+
     /// Attach to an existing MQTT 5 broker instead (`mqtt://HOST:PORT`, port 1883 if
     /// omitted). The state store then cannot see disconnects or verify client ids.
     #[arg(long, value_name = "URL")]
@@ -100,7 +105,10 @@ impl ServeArgs {
     pub fn config(&self) -> Result<ServerConfig, ServerError> {
         let mode = match &self.broker {
             None => Mode::Embedded {
-                listen: self.listen,
+                listen: match self.port {
+                    Some(port) => SocketAddr::new(self.listen.ip(), port),
+                    None => self.listen,
+                },
             },
             Some(url) => {
                 let (host, port) = parse_broker_url(url)?;

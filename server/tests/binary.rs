@@ -68,6 +68,16 @@ async fn embedded_binary_serves_and_stops_on_sigterm() {
 }
 
 #[tokio::test]
+async fn port_is_a_shorthand_for_a_loopback_listen_address() {
+    let (child, line, stdout) = start(&["--port", "0", "--log-level", "warn"]).await;
+    let addr = address(&line, "embedded broker");
+    assert_eq!(addr.ip(), std::net::Ipv4Addr::LOCALHOST);
+    assert_ne!(addr.port(), 0);
+    serves(addr).await;
+    stops_cleanly_on(child, stdout, libc::SIGTERM).await;
+}
+
+#[tokio::test]
 async fn external_binary_serves_and_stops_on_sigint() {
     let broker = statestore_testkit::Mosquitto::start().expect("mosquitto");
     let url = format!("mqtt://127.0.0.1:{}", broker.port());
@@ -97,6 +107,7 @@ async fn help_documents_every_option_and_bad_options_fail() {
     let help = String::from_utf8_lossy(&output.stdout);
     for option in [
         "--listen",
+        "--port",
         "--broker",
         "--max-keys",
         "--max-clock-skew",
@@ -115,6 +126,9 @@ async fn help_documents_every_option_and_bad_options_fail() {
         &["--tls-cert", "c.pem"],
         &["--broker", "mqtts://h:1"],
         &["--username", "u"],
+        &["--port", "1", "--listen", "127.0.0.1:2"],
+        &["--port", "1", "--broker", "mqtt://h:1"],
+        &["--port", "65536"],
     ] {
         let output = Command::new(BIN).args(bad).output().await.expect("runs");
         assert!(!output.status.success(), "{bad:?} was accepted");

@@ -7,8 +7,8 @@ the ``testing`` extra: ``pip install 'mqtt-statestore[testing]'``.
 ...     with server.client() as client:
 ...         _ = client.set("k", "v")
 
-As a pytest fixture (this module is a pytest plugin once the extra is installed):
-``statestore_server``.
+As pytest fixtures (this module is a pytest plugin once the extra is installed):
+``statestore_server`` (a store on a free port) and ``statestore_client`` (a client of it).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ._common import ClosedOnExit, ConnectOptions
 from ._async import AsyncClient
 from ._sync import Client
 
-__all__ = ["LocalStateStore", "statestore_server"]
+__all__ = ["LocalStateStore", "statestore_server", "statestore_client"]
 
 
 class LocalStateStore(ClosedOnExit):
@@ -119,3 +119,9 @@ else:
         """A local state store on a free port, stopped after the test."""
         with LocalStateStore() as server:
             yield server
+
+    @pytest.fixture
+    def statestore_client(statestore_server: LocalStateStore) -> Iterator[Client[bytes]]:
+        """A blocking client of ``statestore_server``, closed after the test."""
+        with statestore_server.client() as client:
+            yield client

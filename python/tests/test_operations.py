@@ -277,6 +277,13 @@ def test_testing_fixture(statestore_server: statestore.testing.LocalStateStore, 
         assert c.set(key, "x").applied
 
 
+def test_client_fixture(statestore_client: "statestore.Client[bytes]", key: str) -> None:
+    assert statestore_client.connection_state == "connected"
+    assert statestore_client.set(key, "x").applied
+    got = statestore_client.get(key)
+    assert got is not None and got.value == b"x"
+
+
 def test_quota(key: str) -> None:
     with statestore.testing.LocalStateStore(max_keys=1) as s, s.client() as c:
         c.set(key, "1")

@@ -125,14 +125,7 @@ async fn the_url_carries_the_account_and_the_scheme_a_client_needs() {
             server.local_addr()
         )
     );
-    let client = statestore::Client::connect_url(&url)
-        .await
-        .expect("the URL's account logs in");
-    client
-        .set("k", "v", statestore::SetOptions::default())
-        .await
-        .expect("set");
-    client.close().await.expect("close");
+    serves_a_client_of(&url).await;
     server.shutdown().await;
 
     let dir = tempfile::tempdir().expect("temp dir");
@@ -140,16 +133,20 @@ async fn the_url_carries_the_account_and_the_scheme_a_client_needs() {
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, ca).expect("CA file");
     assert_eq!(server.url(), format!("mqtts://{}", server.local_addr()));
-    let client =
-        statestore::Client::connect_url(&format!("{}?ca_file={}", server.url(), ca_file.display()))
-            .await
-            .expect("connects over TLS");
+    serves_a_client_of(&format!("{}?ca_file={}", server.url(), ca_file.display())).await;
+    server.shutdown().await;
+}
+
+/// Connects a client with `url`, sets a key and closes it.
+async fn serves_a_client_of(url: &str) {
+    let client = statestore::Client::connect_url(url)
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
     client
         .set("k", "v", statestore::SetOptions::default())
         .await
-        .expect("set over TLS");
+        .expect("set");
     client.close().await.expect("close");
-    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

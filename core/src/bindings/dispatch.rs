@@ -169,8 +169,9 @@ impl CompletionQueue {
         })
     }
 
-    /// The descriptor to watch for reading: readable while callbacks wait to be run. Only
-    /// [`CompletionQueue::run_ready`] reads it; the host must not read, write or close it.
+    /// The descriptor to watch for reading: readable while callbacks wait to be run (and, at
+    /// times, once with none left: [`CompletionQueue::run_ready`] then runs none and drains
+    /// it). Only `run_ready` reads it; the host must not read, write or close it.
     pub fn fd(&self) -> RawFd {
         self.inner.reader.as_raw_fd()
     }

@@ -166,9 +166,8 @@ impl<T: Send + 'static> Slot<T> {
     /// The first poll here is what makes a call cheap to start: a call refused before
     /// anything is sent (a bad argument) completes without a thread hop, and any other hands
     /// its request to the connection from the caller's thread, so the runtime thread woken
-    /// for the connection's I/O is the only one woken, once: the call's timeout is armed by
-    /// its task ([`runtime::first_steps`]). Its waker does nothing: the task spawned next
-    /// polls the call again with its own, as any future must accept.
+    /// for the connection's I/O is the only one woken. Its waker does nothing: the task
+    /// spawned next polls the call again with its own, as any future must accept.
     fn start_on_runtime(self: &Arc<Self>, mut call: CallFuture<T>) {
         if self.is_complete() {
             return; // cancelled before it started

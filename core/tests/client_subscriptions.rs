@@ -1,5 +1,5 @@
-//! The client's subscriptions on a later connection: a refusal is not final while the
-//! connection stays up.
+//! The client's subscriptions: on a later connection, a refusal is not final while the
+//! connection stays up; after `close()`, none is left in the session the broker keeps.
 
 use std::time::Duration;
 
@@ -47,4 +47,73 @@ async fn a_refused_resubscription_is_retried_on_the_same_connection() {
     })
     .await;
     assert_eq!(proxy.accepted(), 2, "no new connection was needed");
+}
+
+/// The session a broker keeps after `close()` (the client asked for a session expiry) holds no
+/// subscription: a client taking it over gets nothing published to the departed client's
+/// notification or response topics. Checked on the embedded broker and on Mosquitto.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_leaves_no_subscription_in_the_kept_session() {
+    let embedded = kit::embedded().await;
+    let (mosquitto, _attached) = kit::on_mosquitto().await;
+    for (broker, addr) in [
+        ("embedded", embedded.local_addr()),
+        ("mosquitto", mosquitto.addr()),
+    ] {
+        let id = format!("departed-{broker}");
+        let client = Client::connect(kit::options(addr).client_id(id.as_str()))
+            .await
+            .expect("connect");
+        client.get("k").await.unwrap();
+        client.close().await.unwrap();
+        within(broker, takeover(addr, &id)).await;
+    }
+}
+
+/// Resumes `id`'s session, publishes to its notification and response topics, then to a
+/// marker topic it subscribes to now: the marker must be the first message to arrive (the
+/// broker routes one connection's messages in order).
+async fn takeover(addr: std::net::SocketAddr, id: &str) {
+    use rumqttc::v5::mqttbytes::v5::Packet;
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::{AsyncClient, Event, MqttOptions};
+    use statestore::protocol::topics;
+
+    let mut options = MqttOptions::new(id, addr.ip().to_string(), addr.port());
+    options.set_clean_start(false);
+    options.set_session_expiry_interval(Some(60));
+    let (mqtt, mut events) = AsyncClient::new(options, 10);
+    let marker = format!("marker/{id}");
+    let mut published = false;
+    loop {
+        match events.poll().await.expect("the takeover connection") {
+            Event::Incoming(Packet::ConnAck(connack)) => {
+                assert!(connack.session_present, "{id}: the session was kept");
+                mqtt.subscribe(marker.as_str(), QoS::AtLeastOnce)
+                    .await
+                    .unwrap();
+            }
+            Event::Incoming(Packet::SubAck(_)) if !published => {
+                published = true;
+                for topic in [
+                    topics::notification_topic(id, b"k"),
+                    topics::response_topic(id),
+                    marker.clone(),
+                ] {
+                    mqtt.publish(topic, QoS::AtLeastOnce, false, "x")
+                        .await
+                        .unwrap();
+                }
+            }
+            Event::Incoming(Packet::Publish(publish)) => {
+                assert_eq!(
+                    String::from_utf8_lossy(&publish.topic),
+                    marker,
+                    "{id}: a departed client's topic still has a subscriber"
+                );
+                return;
+            }
+            _ => {}
+        }
+    }
 }

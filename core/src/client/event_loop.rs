@@ -290,7 +290,23 @@ impl EventLoopTask {
     }
 
     /// Sends DISCONNECT and lets the event loop write it.
+    ///
+    /// A session the broker keeps after the client has gone (asked for with a session expiry)
+    /// loses its subscriptions first: the client will not come back for them, and until the
+    /// session expires a broker would match every message against the departed client's
+    /// notification filter and queue what matches. rumqttc cannot give DISCONNECT a session
+    /// expiry of zero, so the filters go with UNSUBSCRIBE, written before DISCONNECT on the
+    /// same connection (so handled first); a full request channel skips them, as it would
+    /// skip DISCONNECT.
     async fn disconnect(&mut self) {
+        if self.resume_sessions {
+            for topic in [
+                &self.shared.notification_filter,
+                &self.shared.response_topic,
+            ] {
+                let _ = self.shared.mqtt.try_unsubscribe(topic.as_str());
+            }
+        }
         if self.shared.mqtt.try_disconnect().is_err() {
             return;
         }

@@ -419,6 +419,10 @@ operations! {
     /// Closes the client (all clones): calls in flight fail with [`Error::Closed`],
     /// observations end, and the MQTT session is closed with DISCONNECT. Idempotent.
     ///
+    /// With a session expiry (the default), the broker keeps the session after DISCONNECT; the
+    /// client unsubscribes from its response and notification topics first, so that the kept
+    /// session holds nothing for the broker to match messages against or queue.
+    ///
     /// Lease and lock acquisitions in progress end first, with [`Error::Closed`], while the
     /// connection is still up: an attempt whose SET may have applied is undone with `VDEL`, so
     /// a lock is not left taken by a closed client until its TTL ends. That undoing and the

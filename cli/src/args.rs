@@ -4,7 +4,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use statestore::Hlc;
 use statestore_server::cli::ServeArgs;
 
@@ -19,7 +20,9 @@ use crate::exit::EXIT_STATUS_HELP;
     version,
     about = "Look inside the MQTT broker state store from a shell: get, set, delete, watch and \
              lock keys, or run a local state store.",
-    after_help = "Run `statestore tour` for a guided session on a local state store.",
+    after_help = "A subcommand's flags (`statestore get --help` lists the connection flags) may \
+                  also come before it: `statestore --port 1884 get k`.\n\
+                  Run `statestore tour` for a guided session on a local state store.",
     after_long_help = EXIT_STATUS_HELP,
 )]
 pub struct Cli {
@@ -35,6 +38,49 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// Parses the process's arguments, exiting with clap's message and status 2 on a usage
+    /// error. A subcommand's flags may also come before it (`statestore --port 1884 get k`, as
+    /// redis-cli and mosquitto_sub take their connection flags): see [`Cli::parse_from_args`].
+    pub fn parse_args() -> Cli {
+        Cli::parse_from_args(std::env::args_os().collect()).unwrap_or_else(|error| error.exit())
+    }
+
+    /// Parses `given` (the program's name first). A command line refused for an unknown
+    /// argument is read again with the subcommand's name moved before everything else, so that
+    /// the flags in front of it are the subcommand's; each later word that names a subcommand
+    /// is tried in turn (an earlier one may be a flag's value). The first reading that parses
+    /// wins; with none, the first refusal of another kind (a missing key, say) is the error,
+    /// else the original one.
+    pub fn parse_from_args(given: Vec<OsString>) -> Result<Cli, clap::Error> {
+        let refused = match Cli::try_parse_from(&given) {
+            Ok(cli) => return Ok(cli),
+            Err(error) if error.kind() == ErrorKind::UnknownArgument => error,
+            Err(error) => return Err(error),
+        };
+        let command = Cli::command();
+        let names: Vec<&str> = command
+            .get_subcommands()
+            .flat_map(|sub| std::iter::once(sub.get_name()).chain(sub.get_all_aliases()))
+            .collect();
+        let mut other = None;
+        for at in 2..given.len() {
+            if !given[at].to_str().is_some_and(|word| names.contains(&word)) {
+                continue;
+            }
+            let mut moved = vec![given[0].clone(), given[at].clone()];
+            moved.extend_from_slice(&given[1..at]);
+            moved.extend_from_slice(&given[at + 1..]);
+            match Cli::try_parse_from(moved) {
+                Ok(cli) => return Ok(cli),
+                Err(error) if error.kind() == ErrorKind::UnknownArgument => {}
+                Err(error) => {
+                    other.get_or_insert(error);
+                }
+            }
+        }
+        Err(other.unwrap_or(refused))
+    }
+
     /// The log filter `--verbose` asks for, if any: the library's records at the level it names.
     pub fn log_filter(&self) -> Option<&'static str> {
         match self.verbose {

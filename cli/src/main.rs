@@ -11,14 +11,12 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use crate::args::{Cli, Command};
 use crate::exit::{Failure, Status};
 
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits with status 2.
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     if let Err(failure) = start_logging(&cli) {
         return failure.report();
     }

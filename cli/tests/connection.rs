@@ -217,3 +217,49 @@ async fn a_connection_url_from_the_flag_or_the_environment() {
         "{stderr}"
     );
 }
+
+/// Connection flags may come before the subcommand, as redis-cli takes them; a flag's value
+/// that names a subcommand is read as the value; an unknown flag there is still a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flags_before_the_subcommand() {
+    let server = statestore_testkit::embedded().await;
+    let (host, port) = (
+        server.local_addr().ip().to_string(),
+        server.local_addr().port().to_string(),
+    );
+    let run = |args: &[&str]| {
+        let mut command = bare_command();
+        command.args(args);
+        finish(command, b"")
+    };
+    let set = run(&["--host", &host, "--port", &port, "set", "k", "v"]).await;
+    check(&set, 0, "--host --port set");
+    let get = run(&["--port", &port, "-v", "--host", &host, "get", "k"]).await;
+    assert_eq!(get.status.code(), Some(0), "--port -v --host get");
+    assert_eq!(get.stdout, b"v");
+    let stderr = String::from_utf8_lossy(&get.stderr);
+    assert!(stderr.contains("connected to the broker"), "-v: {stderr}");
+    let named = run(&[
+        "--client-id",
+        "get",
+        "--host",
+        &host,
+        "--port",
+        &port,
+        "get",
+        "k",
+    ])
+    .await;
+    check(&named, 0, "--client-id get ... get");
+    assert_eq!(named.stdout, b"v");
+
+    let unknown = run(&["--bogus", "get", "k"]).await;
+    check(&unknown, status::USAGE, "--bogus get");
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(stderr.contains("--bogus"), "{stderr}");
+    // The subcommand's own usage error, not the flag's place.
+    let keyless = run(&["--port", &port, "get"]).await;
+    check(&keyless, status::USAGE, "--port get");
+    let stderr = String::from_utf8_lossy(&keyless.stderr);
+    assert!(stderr.contains("<KEY>"), "{stderr}");
+}

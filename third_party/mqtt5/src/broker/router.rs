@@ -172,10 +172,96 @@ impl Subscription {
     }
 }
 
+/// The subscriptions with a wildcard filter, by filter (read and changed as that map), and
+/// an index of the filters by their literal leading levels (those before the first wildcard
+/// level), so that routing a message tests only the filters that can match its topic instead
+/// of every filter: sessions kept for clients that have gone keep their filters, and routing
+/// must not slow down with each of them. The index is rebuilt on the first use after a change.
+#[derive(Default)]
+struct WildcardSubscriptions {
+    by_filter: HashMap<String, Vec<Subscription>>,
+    index: std::sync::OnceLock<FilterIndex>,
+}
+
+/// Filters by their number of literal leading levels, then by those levels (joined by `/`).
+type FilterIndex = Vec<(usize, HashMap<String, Vec<String>>)>;
+
+impl std::ops::Deref for WildcardSubscriptions {
+    type Target = HashMap<String, Vec<Subscription>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.by_filter
+    }
+}
+
+impl std::ops::DerefMut for WildcardSubscriptions {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.index.take();
+        &mut self.by_filter
+    }
+}
+
+impl WildcardSubscriptions {
+    /// How many levels of `filter` come before its first wildcard level, and those levels
+    /// joined by `/` (none when no level is a wildcard: such a filter is tested on every
+    /// topic).
+    fn literal_levels(filter: &str) -> (usize, &str) {
+        let mut end: usize = 0;
+        for (depth, level) in filter.split('/').enumerate() {
+            if level == "+" || level == "#" {
+                return (depth, &filter[..end.saturating_sub(1)]);
+            }
+            end += level.len() + 1;
+        }
+        (0, "")
+    }
+
+    /// The first `depth` levels of `topic`, joined by `/`, if it has that many.
+    fn leading_levels(topic: &str, depth: usize) -> Option<&str> {
+        if depth == 0 {
+            return Some("");
+        }
+        match topic.match_indices('/').nth(depth - 1) {
+            Some((end, _)) => Some(&topic[..end]),
+            // `a/#` matches `a`: all of the topic's levels.
+            None => (topic.split('/').count() == depth).then_some(topic),
+        }
+    }
+
+    /// The filters that may match `topic`, with their subscriptions: for each number of
+    /// literal levels some filter has, those whose literal levels are the topic's first
+    /// levels. Each filter comes once.
+    fn candidates<'a>(
+        &'a self,
+        topic: &'a str,
+    ) -> impl Iterator<Item = (&'a String, &'a Vec<Subscription>)> + 'a {
+        let index = self.index.get_or_init(|| {
+            let mut by_depth: HashMap<usize, HashMap<String, Vec<String>>> = HashMap::new();
+            for filter in self.by_filter.keys() {
+                let (depth, levels) = Self::literal_levels(filter);
+                by_depth
+                    .entry(depth)
+                    .or_default()
+                    .entry(levels.to_owned())
+                    .or_default()
+                    .push(filter.clone());
+            }
+            by_depth.into_iter().collect()
+        });
+        index
+            .iter()
+            .filter_map(move |(depth, filters)| {
+                filters.get(Self::leading_levels(topic, *depth)?)
+            })
+            .flatten()
+            .filter_map(|filter| self.by_filter.get_key_value(filter))
+    }
+}
+
 /// Message router for the broker
 pub struct MessageRouter {
     exact_subscriptions: Arc<RwLock<HashMap<String, Vec<Subscription>>>>,
-    wildcard_subscriptions: Arc<RwLock<HashMap<String, Vec<Subscription>>>>,
+    wildcard_subscriptions: Arc<RwLock<WildcardSubscriptions>>,
     retained_messages: Arc<RwLock<HashMap<String, RetainedMessage>>>,
     clients: Arc<RwLock<HashMap<String, ClientInfo>>>,
     storage: Option<Arc<DynamicStorage>>,
@@ -358,7 +444,7 @@ impl MessageRouter {
     pub fn new() -> Self {
         Self {
             exact_subscriptions: Arc::new(RwLock::new(HashMap::new())),
-            wildcard_subscriptions: Arc::new(RwLock::new(HashMap::new())),
+            wildcard_subscriptions: Arc::new(RwLock::new(WildcardSubscriptions::default())),
             retained_messages: Arc::new(RwLock::new(HashMap::new())),
             clients: Arc::new(RwLock::new(HashMap::new())),
             storage: None,
@@ -397,7 +483,7 @@ impl MessageRouter {
     pub fn with_storage(storage: Arc<DynamicStorage>) -> Self {
         Self {
             exact_subscriptions: Arc::new(RwLock::new(HashMap::new())),
-            wildcard_subscriptions: Arc::new(RwLock::new(HashMap::new())),
+            wildcard_subscriptions: Arc::new(RwLock::new(WildcardSubscriptions::default())),
             retained_messages: Arc::new(RwLock::new(HashMap::new())),
             clients: Arc::new(RwLock::new(HashMap::new())),
             storage: Some(storage),
@@ -830,7 +916,7 @@ impl MessageRouter {
                 .collect();
             let mut exact = self.exact_subscriptions.write().await;
             let mut wildcard = self.wildcard_subscriptions.write().await;
-            for map in [&mut *exact, &mut *wildcard] {
+            for map in [&mut *exact, &mut **wildcard] {
                 for (filter, subs) in map.iter_mut() {
                     subs.retain(|sub| {
                         sub.client_id != client_id
@@ -1183,12 +1269,13 @@ impl MessageRouter {
             flow_id,
         };
 
-        let subscriptions = if Self::has_wildcards(actual_filter) {
-            &self.wildcard_subscriptions
-        } else {
-            &self.exact_subscriptions
-        };
-        let mut subs_map = subscriptions.write().await;
+        let (mut exact_guard, mut wildcard_guard) = (None, None);
+        let subs_map: &mut HashMap<String, Vec<Subscription>> =
+            if Self::has_wildcards(actual_filter) {
+                &mut ***wildcard_guard.insert(self.wildcard_subscriptions.write().await)
+            } else {
+                &mut **exact_guard.insert(self.exact_subscriptions.write().await)
+            };
         if !self.generation_is_current(generation, &client_id).await {
             return Ok(Subscribed::Fenced);
         }
@@ -1208,7 +1295,7 @@ impl MessageRouter {
             debug!("Client {} subscribed to {}", client_id, topic_filter);
             Subscribed::New
         };
-        drop(subs_map);
+        drop((exact_guard, wildcard_guard));
 
         if let Some(group) = share_group {
             let mut counters = self.share_group_counters.write().await;
@@ -1256,13 +1343,13 @@ impl MessageRouter {
     ) -> Unsubscribed {
         let (actual_filter, share_group) = parse_shared_subscription(topic_filter);
 
-        let subscriptions = if Self::has_wildcards(actual_filter) {
-            &self.wildcard_subscriptions
-        } else {
-            &self.exact_subscriptions
-        };
-
-        let mut subs_map = subscriptions.write().await;
+        let (mut exact_guard, mut wildcard_guard) = (None, None);
+        let subs_map: &mut HashMap<String, Vec<Subscription>> =
+            if Self::has_wildcards(actual_filter) {
+                &mut ***wildcard_guard.insert(self.wildcard_subscriptions.write().await)
+            } else {
+                &mut **exact_guard.insert(self.exact_subscriptions.write().await)
+            };
         if !self.generation_is_current(generation, client_id).await {
             return Unsubscribed::Fenced;
         }
@@ -1302,7 +1389,7 @@ impl MessageRouter {
         if !self.generation_is_current(generation, client_id).await {
             return removed_filters;
         }
-        for map in [&mut *exact, &mut *wildcard] {
+        for map in [&mut *exact, &mut **wildcard] {
             for (filter, subs) in map.iter_mut() {
                 let before = subs.len();
                 subs.retain(|sub| !(sub.client_id == client_id && sub.flow_id == Some(flow_id)));
@@ -1573,8 +1660,8 @@ impl MessageRouter {
 
     fn collect_matching_subscriptions<'a>(
         exact: &'a HashMap<String, Vec<Subscription>>,
-        wildcard: &'a HashMap<String, Vec<Subscription>>,
-        topic_name: &str,
+        wildcard: &'a WildcardSubscriptions,
+        topic_name: &'a str,
     ) -> (ShareGroups<'a>, Vec<&'a Subscription>) {
         let mut share_groups: ShareGroups<'a> = HashMap::new();
         let mut regular_subs: Vec<&'a Subscription> = Vec::new();
@@ -1592,7 +1679,7 @@ impl MessageRouter {
             }
         }
 
-        for (topic_filter, subs) in wildcard {
+        for (topic_filter, subs) in wildcard.candidates(topic_name) {
             if topic_matches_filter(topic_name, topic_filter) {
                 for sub in subs {
                     if let Some(ref group) = sub.share_group {
@@ -1968,12 +2055,12 @@ impl MessageRouter {
 
     pub async fn has_subscription(&self, client_id: &str, topic_filter: &str) -> bool {
         let (actual_filter, share_group) = parse_shared_subscription(topic_filter);
-        let subscriptions = if Self::has_wildcards(actual_filter) {
-            &self.wildcard_subscriptions
+        let (mut exact_guard, mut wildcard_guard) = (None, None);
+        let subs_map: &HashMap<String, Vec<Subscription>> = if Self::has_wildcards(actual_filter) {
+            &***wildcard_guard.insert(self.wildcard_subscriptions.read().await)
         } else {
-            &self.exact_subscriptions
+            &**exact_guard.insert(self.exact_subscriptions.read().await)
         };
-        let subs_map = subscriptions.read().await;
         subs_map.get(actual_filter).is_some_and(|subs| {
             subs.iter()
                 .any(|sub| sub.client_id == client_id && sub.share_group.as_deref() == share_group)

@@ -66,54 +66,10 @@ async fn close_leaves_no_subscription_in_the_kept_session() {
             .expect("connect");
         client.get("k").await.unwrap();
         client.close().await.unwrap();
-        within(broker, takeover(addr, &id)).await;
-    }
-}
-
-/// Resumes `id`'s session, publishes to its notification and response topics, then to a
-/// marker topic it subscribes to now: the marker must be the first message to arrive (the
-/// broker routes one connection's messages in order).
-async fn takeover(addr: std::net::SocketAddr, id: &str) {
-    use rumqttc::v5::mqttbytes::v5::Packet;
-    use rumqttc::v5::mqttbytes::QoS;
-    use rumqttc::v5::{AsyncClient, Event, MqttOptions};
-    use statestore::protocol::topics;
-
-    let mut options = MqttOptions::new(id, addr.ip().to_string(), addr.port());
-    options.set_clean_start(false);
-    options.set_session_expiry_interval(Some(60));
-    let (mqtt, mut events) = AsyncClient::new(options, 10);
-    let marker = format!("marker/{id}");
-    let mut published = false;
-    loop {
-        match events.poll().await.expect("the takeover connection") {
-            Event::Incoming(Packet::ConnAck(connack)) => {
-                assert!(connack.session_present, "{id}: the session was kept");
-                mqtt.subscribe(marker.as_str(), QoS::AtLeastOnce)
-                    .await
-                    .unwrap();
-            }
-            Event::Incoming(Packet::SubAck(_)) if !published => {
-                published = true;
-                for topic in [
-                    topics::notification_topic(id, b"k"),
-                    topics::response_topic(id),
-                    marker.clone(),
-                ] {
-                    mqtt.publish(topic, QoS::AtLeastOnce, false, "x")
-                        .await
-                        .unwrap();
-                }
-            }
-            Event::Incoming(Packet::Publish(publish)) => {
-                assert_eq!(
-                    String::from_utf8_lossy(&publish.topic),
-                    marker,
-                    "{id}: a departed client's topic still has a subscriber"
-                );
-                return;
-            }
-            _ => {}
-        }
+        let left = kit::leftover_subscription(addr, &id).await.unwrap();
+        assert_eq!(
+            left, None,
+            "{broker}: a departed client's topic has a subscriber"
+        );
     }
 }

@@ -271,6 +271,20 @@ Wrapper.define(Election, {
   methods: { lossEvents: { result: observation } },
 })
 
+/**
+ * A client of this thread's: the first one also makes `process.exit()` (and the end of the
+ * program) close the clients still open and wait for them, at most a second, so that each
+ * ends its session as `close()` does (no thread of the library runs after `exit`).
+ */
+let closesAtExit = false
+function opened(n) {
+  if (!closesAtExit) {
+    closesAtExit = true
+    process.once('exit', () => native.closeAtExit())
+  }
+  return new Client(n)
+}
+
 const VALUE = args.param(args.bytes, 'value')
 const SET = args.fields({ condition: args.string, expiry: args.duration, fencingToken: args.token, persist: args.boolean, timeout: args.duration })
 const DELETE = args.fields({ fencingToken: args.token, timeout: args.duration })
@@ -358,8 +372,8 @@ const CONNECT_TARGET = (value) => (typeof value === 'string' ? { url: args.strin
 functions(Client, 'Client', {
   native: 'NativeClient',
   twins: {
-    connect: { args: [CONNECT_TARGET, settings('options')], steps: connect, uses: ['NativeClient.connect', 'NativeClient.fromUrl'], result: wrap(Client) },
-    fromEnv: { args: [settings('overrides')], result: wrap(Client) },
+    connect: { args: [CONNECT_TARGET, settings('options')], steps: connect, uses: ['NativeClient.connect', 'NativeClient.fromUrl', 'closeAtExit'], result: opened },
+    fromEnv: { args: [settings('overrides')], uses: ['closeAtExit'], result: opened },
   },
 })
 for (const name of ['startLocalServer', 'startLocalServerSync']) {

@@ -197,11 +197,12 @@ impl registry::Opened for Weak<Client> {
         self.upgrade().is_none_or(|client| client.is_closed())
     }
 
-    fn close(&self) {
-        if let (Some(client), Ok(handle)) = (self.upgrade(), statestore::runtime::handle()) {
-            let client = Client::clone(&client);
-            handle.spawn(async move { client.close().await });
-        }
+    fn close(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let (client, handle) = (self.upgrade()?, statestore::runtime::handle().ok()?);
+        let client = Client::clone(&client);
+        Some(handle.spawn(async move {
+            let _ = client.close().await;
+        }))
     }
 }
 

@@ -95,13 +95,14 @@ impl registry::Opened for Opened {
             .is_none_or(|stream| stream.is_closed())
     }
 
-    fn close(&self) {
+    fn close(&self) -> Option<tokio::task::JoinHandle<()>> {
         if let Some(sink) = self.sink.upgrade() {
             empty(&sink);
         }
         if let Some(stream) = self.stream.upgrade() {
             stream.close();
         }
+        None
     }
 }
 

@@ -35,6 +35,17 @@ pub fn init(mut _exports: Object, env: Env) -> napi::Result<()> {
     Ok(())
 }
 
+/// The longest `process.exit()` waits for this environment's clients to close.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Closes every client this environment opened and waits (at most a second) until each has
+/// closed: the package calls it from `process.on('exit')`, after which no thread of the
+/// library runs, so that a client left open still ends its session as `close()` does.
+#[napi(catch_unwind)]
+pub fn close_at_exit(env: Env) {
+    registry::close_at_exit(env.raw() as usize, EXIT_GRACE);
+}
+
 /// One entry of core's error table.
 #[napi(object)]
 pub struct ErrorCodeInfo {

@@ -8,15 +8,18 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use napi::Env;
+use tokio::task::JoinHandle;
 
 /// Something an environment opened (a client, an event stream and its callback).
 pub trait Opened: Send {
     /// Whether it is gone or closed already, so that its entry can go.
     fn is_done(&self) -> bool;
-    /// The environment is going away: close it without waiting (on the environment's thread).
-    fn close(&self);
+    /// The environment is going away: start closing it without waiting (on the environment's
+    /// thread); what ends once it is closed, when there is something to wait for.
+    fn close(&self) -> Option<JoinHandle<()>>;
 }
 
 /// What each environment opened, in order.
@@ -38,13 +41,37 @@ pub fn add(env: &Env, opened: Box<dyn Opened>) {
 
 /// The environment is going away: closes what it opened, the latest first, so that a stream's
 /// callback is dropped before the client it came from (opened earlier) closes and ends it.
-pub fn teardown(env_id: usize) {
+/// Returns what ends once each is closed.
+pub fn teardown(env_id: usize) -> Vec<JoinHandle<()>> {
     let opened = OPENED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_mut()
         .and_then(|map| map.remove(&env_id));
-    for entry in opened.into_iter().flatten().rev() {
-        entry.close();
+    opened
+        .into_iter()
+        .flatten()
+        .rev()
+        .filter_map(|entry| entry.close())
+        .collect()
+}
+
+/// The process is exiting (`process.exit()`, or the end of the program): closes what the
+/// environment opened, as [`teardown`], and waits until it is closed, at most `bound`. After
+/// `process.exit()` no thread of the library gets to run, so a client not waited for here
+/// leaves its session on the broker without DISCONNECT, subscriptions included.
+pub fn close_at_exit(env_id: usize, bound: Duration) {
+    let closing = teardown(env_id);
+    if closing.is_empty() {
+        return;
     }
+    // The timer is made inside: it needs the runtime `block_on` enters.
+    let _ = statestore::runtime::block_on(async move {
+        let all = async {
+            for close in closing {
+                let _ = close.await;
+            }
+        };
+        tokio::time::timeout(bound, all).await
+    });
 }

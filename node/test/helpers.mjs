@@ -77,8 +77,8 @@ export function testkitBinary() {
 /**
  * `statestore-testkit serve KIND` (tests/testkit), the servers every suite starts: 'embedded',
  * 'mosquitto' (Mosquitto with the state store attached) or 'mosquitto-alone'. It ends when its
- * standard input, held by this process, closes. Resolves { host, port, restart(), close() }:
- * `restart()` restarts Mosquitto on the same port, its sessions lost.
+ * standard input, held by this process, closes. Resolves { host, port, restart(), leftover(),
+ * close() }: `restart()` restarts Mosquitto on the same port, its sessions lost.
  */
 export async function serve(kind) {
   const child = spawn(testkitBinary(), ['serve', kind], { stdio: ['pipe', 'pipe', 'inherit'] })
@@ -107,6 +107,12 @@ export async function serve(kind) {
     async restart() {
       child.stdin.write('restart\n')
       await answer('restarted')
+    },
+    /** Whether the session kept for the gone client `clientId` still holds its subscriptions: the topic that reached it, or null. */
+    async leftover(clientId) {
+      child.stdin.write(`leftover ${clientId}\n`)
+      const topic = (await answer('leftover ')).slice('leftover '.length)
+      return topic === 'none' ? null : topic
     },
     async close() {
       child.stdin.end()

@@ -1,13 +1,13 @@
 // Shutdown: close with calls in flight settles every Promise; a process exits by itself after
 // close(); a process that ends (or calls process.exit) with clients, observations and calls
-// still open exits cleanly with status 0 within 2 s.
+// still open exits cleanly with status 0 within 2 s, its clients closed as close() does.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { after, before, test } from 'node:test'
 
 import { Client, ErrorCodes } from 'mqtt-statestore'
-import { deadline, startLocalServer, unique } from './helpers.mjs'
+import { deadline, serve, startLocalServer, unique } from './helpers.mjs'
 
 const entry = createRequire(import.meta.url).resolve('mqtt-statestore')
 let server
@@ -22,11 +22,11 @@ after(async () => {
   await server?.stop()
 })
 
-/** Runs `body` in a child Node process with `client` connected; resolves { code, signal, ms, stderr }. */
-function child(body) {
+/** Runs `body` in a child Node process, `options` (the local server's by default) in scope; resolves { code, signal, ms, stderr }. */
+function child(body, options = server.connectOptions) {
   const source = `
 const { Client } = require(${JSON.stringify(entry)})
-const options = ${JSON.stringify(server.connectOptions)}
+const options = ${JSON.stringify(options)}
 ;(async () => { ${body} })().catch((e) => { console.error(e); process.exit(3) })
 `
   const started = Date.now()
@@ -143,6 +143,27 @@ test('process.exit with calls in flight and events flowing exits with 0', { time
     setImmediate(() => process.exit(0))
   `)
   assertClean(await exitsWithin(run, 'exiting', 2_000))
+})
+
+test('process.exit closes the clients still open: the sessions kept hold no subscription', { timeout: 60_000 }, async () => {
+  const broker = await serve('embedded')
+  try {
+    const id = unique('exit-closes')
+    const run = child(
+      `
+      const client = await Client.connect({ ...options, clientId: ${JSON.stringify(id)} })
+      const o = client.observe('k'); await o.ready
+      await client.get('k')
+      console.log('exiting')
+      process.exit(0)
+    `,
+      { host: broker.host, port: broker.port },
+    )
+    assertClean(await exitsWithin(run, 'exiting', 2_000))
+    assert.equal(await broker.leftover(id), null)
+  } finally {
+    await broker.close()
+  }
 })
 
 test('a pending for-await keeps the process alive until its client closes', { timeout: 30_000 }, async () => {

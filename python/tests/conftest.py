@@ -81,6 +81,15 @@ class Served:
         self.proc.stdin.flush()
         self._answer("restarted")
 
+    def leftover(self, client_id: str) -> str | None:
+        """Takes over the session kept for the gone client `client_id`: the topic of its that
+        still reached the session (a subscription it left), or None."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"leftover {client_id}\n")
+        self.proc.stdin.flush()
+        topic = self._answer("leftover ")[len("leftover ") :]
+        return None if topic == "none" else topic
+
     def stop(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()

@@ -18,6 +18,8 @@ import statestore
 from statestore import AsyncClient, Client
 from statestore.testing import LocalStateStore
 
+from conftest import Served
+
 
 def run_python(code: str, timeout: float = 30, **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -303,6 +305,32 @@ def test_exit_with_open_clients_and_observations(server: LocalStateStore, key: s
         timeout=30,
     )
     assert r.returncode == 0 and r.stdout.strip() == "bye", r.stderr
+
+
+def test_exit_closes_open_clients_leaving_no_subscription(key: str) -> None:
+    """Clients still open at interpreter exit end their sessions as close() does: the session
+    the broker keeps for each holds no subscription to its topics."""
+    served = Served("embedded")
+    try:
+        ids = [f"{key}-sync", f"{key}-async"]
+        r = run_python(
+            f"""
+            import asyncio, statestore
+            c = statestore.Client.connect("127.0.0.1", {served.port}, client_id={ids[0]!r})
+            obs = c.observe("k")
+            async def main():
+                a = await statestore.AsyncClient.connect("127.0.0.1", {served.port}, client_id={ids[1]!r})
+                globals()["a"] = a
+                await a.get("k")
+            asyncio.run(main())
+            print("bye")
+            """,
+            timeout=30,
+        )
+        assert r.returncode == 0 and r.stdout.strip() == "bye", r.stderr
+        assert [served.leftover(client_id) for client_id in ids] == [None, None]
+    finally:
+        served.stop()
 
 
 def test_a_thread_returning_from_the_library_at_exit_stays_in_it() -> None:

@@ -10,6 +10,9 @@
 //! and is answered `restarted` once it accepts connections again; the state store reconnects
 //! by itself. For the embedded server, `stop` shuts it down (answered `stopped`: its clients'
 //! connections are gone) and `start` starts it again on the same port (answered `started`).
+//! `leftover CLIENT_ID` takes over the session the broker kept for a state store client that
+//! has gone and answers `leftover none`, or `leftover TOPIC` when the session still held a
+//! subscription to one of the client's topics ([`statestore_testkit::leftover_subscription`]).
 
 use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
@@ -22,7 +25,8 @@ const USAGE: &str = "usage: statestore-testkit serve [embedded|mosquitto|mosquit
   mosquitto        Mosquitto, with the state store attached to it
   mosquitto-alone  Mosquitto without a state store (requests get no answer)
 prints `ready on 127.0.0.1:PORT`, serves until standard input ends; `restart` restarts Mosquitto,
-`stop` and `start` stop and start the embedded server on the same port";
+`stop` and `start` stop and start the embedded server on the same port, `leftover CLIENT_ID`
+tells whether the session kept for a client that has gone still holds its subscriptions";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -105,11 +109,19 @@ fn serve(kind: &str) -> io::Result<()> {
                 })?);
                 writeln!(out, "started")?;
             }
+            (command, _) if command.starts_with("leftover ") => {
+                let client_id = command["leftover ".len()..].trim();
+                match runtime.block_on(statestore_testkit::leftover_subscription(addr, client_id)) {
+                    Ok(None) => writeln!(out, "leftover none")?,
+                    Ok(Some(topic)) => writeln!(out, "leftover {topic}")?,
+                    Err(error) => writeln!(out, "error: leftover {client_id}: {error}")?,
+                }
+            }
             ("", _) => continue,
             (other, _) => writeln!(
                 out,
                 "error: {other:?}: the commands are `restart` (with mosquitto), `stop` and \
-                 `start` (embedded)"
+                 `start` (embedded), `leftover CLIENT_ID`"
             )?,
         }
         out.flush()?;

@@ -51,7 +51,8 @@ async fn a_refused_resubscription_is_retried_on_the_same_connection() {
 
 /// The session a broker keeps after `close()` (the client asked for a session expiry) holds no
 /// subscription: a client taking it over gets nothing published to the departed client's
-/// notification or response topics. Checked on the embedded broker and on Mosquitto.
+/// notification or response topics; a client connecting again with that id subscribes again.
+/// Checked on the embedded broker and on Mosquitto.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_leaves_no_subscription_in_the_kept_session() {
     let embedded = kit::embedded().await;
@@ -71,5 +72,14 @@ async fn close_leaves_no_subscription_in_the_kept_session() {
             left, None,
             "{broker}: a departed client's topic has a subscriber"
         );
+
+        // A new client with the same id resumes that session and subscribes again.
+        let again = Client::connect(kit::options(addr).client_id(id.as_str()))
+            .await
+            .expect("connect again");
+        let mut changes = again.observe("k").await.unwrap();
+        kit::set_all(&again, &[b"k"]).await;
+        assert!(kit::next_event(&mut changes).await.is_some(), "{broker}");
+        again.close().await.unwrap();
     }
 }

@@ -65,10 +65,6 @@ fn leaf(
     Ok((cert.pem(), key.serialize_pem()))
 }
 
-fn free_port() -> Result<u16> {
-    statestore_testkit::free_port().map_err(e)
-}
-
 /// Writes every file into `dir` and the Mosquitto configuration; returns the description
 /// (without the server, which the caller starts on `ports.plain`).
 pub fn prepare(dir: &Path) -> Result<Value> {
@@ -110,9 +106,13 @@ pub fn prepare(dir: &Path) -> Result<Value> {
     if !status.success() {
         return Err(format!("mosquitto_passwd failed: {status}"));
     }
+    // One listener each: the ports must differ.
+    let [plain, tls, mtls, expired, password] = statestore_testkit::free_ports(5).map_err(e)?[..]
+    else {
+        return Err("five free ports".to_owned());
+    };
     let ports = json!({
-        "plain": free_port()?, "tls": free_port()?, "mtls": free_port()?,
-        "expired": free_port()?, "password": free_port()?,
+        "plain": plain, "tls": tls, "mtls": mtls, "expired": expired, "password": password,
     });
     let p = |name: &str| ports[name].as_u64().unwrap_or(0);
     let d = |path: &PathBuf| path.display().to_string();

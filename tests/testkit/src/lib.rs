@@ -108,6 +108,17 @@ pub fn free_port() -> io::Result<u16> {
         .port())
 }
 
+/// `count` loopback ports the system considers free right now, all different: each is held
+/// until all are found (one at a time, [`free_port`] may give the same port twice).
+pub fn free_ports(count: usize) -> io::Result<Vec<u16>> {
+    let held = (0..count)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+        .collect::<io::Result<Vec<_>>>()?;
+    held.iter()
+        .map(|listener| Ok(listener.local_addr()?.port()))
+        .collect()
+}
+
 /// Resident memory of process `pid` in KiB (`None` once it is gone).
 pub fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

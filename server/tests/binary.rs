@@ -96,6 +96,60 @@ async fn external_binary_serves_and_stops_on_sigint() {
     stops_cleanly_on(child, stdout, libc::SIGINT).await;
 }
 
+/// Stopped, the server leaves the broker's session it keeps for a while (in case the server
+/// comes back) with no subscription to the invoke topic, so that the broker queues no
+/// requests for a server that is gone. Its client id is the one its log names.
+#[tokio::test]
+async fn external_binary_leaves_no_invoke_subscription_when_it_stops() {
+    let broker = statestore_testkit::Mosquitto::start().expect("mosquitto");
+    let url = format!("mqtt://127.0.0.1:{}", broker.port());
+    let mut child = Command::new(BIN)
+        .args(["--broker", &url, "--log-level", "info"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the binary starts");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let line = tokio::time::timeout(WAIT, stdout.next_line())
+        .await
+        .expect("ready in time")
+        .expect("stdout readable")
+        .expect("a ready line");
+    serves(address(&line, "external broker")).await;
+    // The connection is logged before the server is ready.
+    let client_id = tokio::time::timeout(WAIT, async {
+        while let Some(line) = stderr.next_line().await.expect("stderr readable") {
+            if let Some(id) = logged_client_id(&line) {
+                return id;
+            }
+        }
+        panic!("the log never named the server's client id");
+    })
+    .await
+    .expect("the connection logged in time");
+    stops_cleanly_on(child, stdout, libc::SIGTERM).await;
+    let invoke = statestore::protocol::topics::INVOKE_TOPIC.to_owned();
+    let left = statestore_testkit::leftover_subscription_to(broker.addr(), &client_id, &[invoke])
+        .await
+        .expect("the broker kept the server's session");
+    assert_eq!(left, None, "the stopped server's session is still subscribed");
+}
+
+/// `statestore-server-` and 16 hex digits, in a log line of the connection.
+fn logged_client_id(line: &str) -> Option<String> {
+    if !line.contains("connected to the broker") {
+        return None;
+    }
+    let start = line.find("statestore-server-")?;
+    let id: String = line[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    (id.len() == "statestore-server-".len() + 16).then_some(id)
+}
+
 #[tokio::test]
 async fn help_documents_every_option_and_bad_options_fail() {
     let output = Command::new(BIN)

@@ -44,6 +44,7 @@ pub(super) async fn run(
         match event {
             Ok(Event::Incoming(Packet::ConnAck(ack))) => {
                 info!(
+                    client_id = event_loop.options.client_id(),
                     session_present = ack.session_present,
                     "connected to the broker"
                 );

@@ -61,7 +61,7 @@ pub use mosquitto::Mosquitto;
 pub use process::Fixture;
 pub use proxy::Proxy;
 pub use sat::SatBroker;
-pub use session::leftover_subscription;
+pub use session::{leftover_subscription, leftover_subscription_to};
 
 /// How long a test waits for something to happen before it fails: an event that never comes
 /// is a clear failure, not a hang. Far above any wait of a passing run, even on a loaded

@@ -134,7 +134,10 @@ async fn external_binary_leaves_no_invoke_subscription_when_it_stops() {
     let left = statestore_testkit::leftover_subscription_to(broker.addr(), &client_id, &[invoke])
         .await
         .expect("the broker kept the server's session");
-    assert_eq!(left, None, "the stopped server's session is still subscribed");
+    assert_eq!(
+        left, None,
+        "the stopped server's session is still subscribed"
+    );
 }
 
 /// `statestore-server-` and 16 hex digits, in a log line of the connection.

@@ -274,13 +274,24 @@ Wrapper.define(Election, {
 /**
  * A client of this thread's: the first one also makes `process.exit()` (and the end of the
  * program) close the clients still open and wait for them, at most a second, so that each
- * ends its session as `close()` does (no thread of the library runs after `exit`).
+ * ends its session as `close()` does (no thread of the library runs after `exit`). That
+ * listener moves behind each `exit` listener added after it (once the code adding it has
+ * run: Node tells of a listener before adding it), so that the program's own find their
+ * clients open.
  */
 let closesAtExit = false
+const closeAtExit = () => native.closeAtExit()
+function lastAtExit() {
+  process.removeListener('exit', closeAtExit)
+  process.on('exit', closeAtExit)
+}
 function opened(n) {
   if (!closesAtExit) {
     closesAtExit = true
-    process.once('exit', () => native.closeAtExit())
+    process.on('exit', closeAtExit)
+    process.on('newListener', (event, listener) => {
+      if (event === 'exit' && listener !== closeAtExit) queueMicrotask(lastAtExit)
+    })
   }
   return new Client(n)
 }

@@ -166,6 +166,40 @@ test('process.exit closes the clients still open: the sessions kept hold no subs
   }
 })
 
+test('an exit listener the program adds after its first client still finds it open', { timeout: 60_000 }, async () => {
+  const broker = await serve('embedded')
+  try {
+    const id = unique('exit-listener')
+    const key = unique('exit-listener-key')
+    const run = child(
+      `
+      const client = await Client.connect({ ...options, clientId: ${JSON.stringify(id)} })
+      await client.get('k')
+      process.on('exit', () => {
+        client.setSync(${JSON.stringify(key)}, 'written at exit')
+        console.log('written')
+      })
+      await new Promise((resolve) => setImmediate(resolve))
+      console.log('exiting')
+      process.exit(0)
+    `,
+      { host: broker.host, port: broker.port },
+    )
+    assertClean(await exitsWithin(run, 'exiting', 2_000))
+    assert.match(run.stdout(), /written/)
+    const reader = await Client.connect({ host: broker.host, port: broker.port })
+    try {
+      assert.equal((await reader.get(key))?.value.toString(), 'written at exit')
+    } finally {
+      await reader.close()
+    }
+    // The library's own listener still ran, after the program's.
+    assert.equal(await broker.leftover(id), null)
+  } finally {
+    await broker.close()
+  }
+})
+
 test('a pending for-await keeps the process alive until its client closes', { timeout: 30_000 }, async () => {
   const run = child(`
     const client = await Client.connect(options)

@@ -16,10 +16,15 @@ const WAIT: Duration = Duration::from_secs(20);
 type Stdout = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
 
 async fn start(args: &[&str]) -> (Child, String, Stdout) {
+    start_with(args, Stdio::null()).await
+}
+
+/// [`start`] with the binary's standard error (its log) going to `stderr`.
+async fn start_with(args: &[&str], stderr: Stdio) -> (Child, String, Stdout) {
     let mut child = Command::new(BIN)
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .kill_on_drop(true)
         .spawn()
         .expect("the binary starts");
@@ -103,20 +108,9 @@ async fn external_binary_serves_and_stops_on_sigint() {
 async fn external_binary_leaves_no_invoke_subscription_when_it_stops() {
     let broker = statestore_testkit::Mosquitto::start().expect("mosquitto");
     let url = format!("mqtt://127.0.0.1:{}", broker.port());
-    let mut child = Command::new(BIN)
-        .args(["--broker", &url, "--log-level", "info"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the binary starts");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let (mut child, line, stdout) =
+        start_with(&["--broker", &url, "--log-level", "info"], Stdio::piped()).await;
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let line = tokio::time::timeout(WAIT, stdout.next_line())
-        .await
-        .expect("ready in time")
-        .expect("stdout readable")
-        .expect("a ready line");
     serves(address(&line, "external broker")).await;
     // The connection is logged before the server is ready.
     let client_id = tokio::time::timeout(WAIT, async {

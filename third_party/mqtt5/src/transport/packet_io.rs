@@ -446,7 +446,7 @@ fn buffered_frame(
     Ok(Some((header_len, fixed_header)))
 }
 
-fn announced_frame_len(read_buffer: &[u8], max_packet_size: usize) -> Result<Option<usize>> {
+pub(crate) fn announced_frame_len(read_buffer: &[u8], max_packet_size: usize) -> Result<Option<usize>> {
     Ok(buffered_frame(read_buffer, max_packet_size)?
         .map(|(header_len, fixed_header)| header_len + fixed_header.remaining_length as usize))
 }

@@ -28,9 +28,9 @@ use crate::time::Duration;
 #[cfg(all(not(target_arch = "wasm32"), feature = "transport-quic"))]
 use crate::transport::packet_io::ReadBudget;
 use crate::transport::packet_io::{
-    encode_packet_to_buffer, read_packet_within_budget, ReadPermit, ReadShare,
+    announced_frame_len, encode_packet_to_buffer, read_packet_within_budget, ReadPermit, ReadShare,
 };
-use crate::transport::PacketIo;
+use crate::Transport;
 use bytes::{Bytes, BytesMut};
 use mqtt5_protocol::KeepaliveConfig;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -42,6 +42,9 @@ use tracing::{debug, info, warn};
 
 /// Longest a new connection waits for the handler it displaced to hand the session over.
 pub(super) const HANDOFF_BOUND: Duration = Duration::from_secs(30);
+
+/// Coalesced packets are written once this many bytes wait, even with more work ready.
+const COALESCED_WRITE_LIMIT: usize = 64 * 1024;
 
 /// Why the packet loop returned.
 #[derive(Debug)]
@@ -167,7 +170,10 @@ pub struct ClientHandler {
     pub(super) client_max_packet_size: Option<u32>,
     pub(super) outbound_inflight: HashMap<u16, PublishPacket>,
     pub(super) protocol_version: u8,
+    /// Encoded packets not yet written (see `handle_packets`).
     pub(super) write_buffer: BytesMut,
+    /// Whether `write_to_client` may leave packets in `write_buffer` for a later flush.
+    pub(super) coalescing_writes: bool,
     pub(super) read_buffer: BytesMut,
     pub(super) read_share: Option<ReadShare>,
     pub(super) skip_bridge_forwarding: bool,
@@ -288,6 +294,7 @@ impl ClientHandler {
             outbound_inflight: HashMap::new(),
             protocol_version: 5,
             write_buffer: BytesMut::with_capacity(4096),
+            coalescing_writes: false,
             read_buffer: BytesMut::with_capacity(4096),
             read_share: None,
             skip_bridge_forwarding: false,
@@ -763,39 +770,78 @@ impl ClientHandler {
     }
 
     async fn write_to_client(&mut self, mut packet: Packet) -> Result<()> {
+        let start = self.write_buffer.len();
+        if let Err(e) = encode_packet_to_buffer(&packet, &mut self.write_buffer) {
+            self.write_buffer.truncate(start);
+            return Err(e);
+        }
         if let Some(max) = self.client_max_packet_size {
             let max = max as usize;
-            self.write_buffer.clear();
-            encode_packet_to_buffer(&packet, &mut self.write_buffer)?;
-            if self.write_buffer.len() > max {
+            if self.write_buffer.len() - start > max {
                 if let Some(properties) = Self::packet_properties_mut(&mut packet) {
                     properties.remove_reason_string();
-                    self.write_buffer.clear();
-                    encode_packet_to_buffer(&packet, &mut self.write_buffer)?;
+                    self.write_buffer.truncate(start);
+                    if let Err(e) = encode_packet_to_buffer(&packet, &mut self.write_buffer) {
+                        self.write_buffer.truncate(start);
+                        return Err(e);
+                    }
                 }
-                if self.write_buffer.len() > max {
+                if self.write_buffer.len() - start > max {
                     debug!(
                         packet = packet.packet_type_name(),
-                        packet_size = self.write_buffer.len(),
+                        packet_size = self.write_buffer.len() - start,
                         max_packet_size = max,
                         "Discarding outbound packet exceeding client Maximum Packet Size"
                     );
+                    self.write_buffer.truncate(start);
                     return Ok(());
                 }
             }
         }
+        self.send_coalesced().await
+    }
+
+    /// Writes `write_buffer` now unless the packet loop coalesces writes and fewer than
+    /// `COALESCED_WRITE_LIMIT` bytes wait.
+    pub(super) async fn send_coalesced(&mut self) -> Result<()> {
+        if !self.coalescing_writes || self.write_buffer.len() >= COALESCED_WRITE_LIMIT {
+            return self.flush_to_client().await;
+        }
+        Ok(())
+    }
+
+    /// Writes every packet encoded since the last flush, in one transport write.
+    pub(super) async fn flush_to_client(&mut self) -> Result<()> {
+        if self.write_buffer.is_empty() {
+            return Ok(());
+        }
         let write_timeout = self.write_timeout();
-        let packet_name = packet.packet_type_name();
-        timeout(write_timeout, self.transport.write_packet(packet))
-            .await
-            .map_err(|_| {
-                warn!(
-                    packet = packet_name,
-                    timeout = ?write_timeout,
-                    "Transport write stalled; treating the client as gone"
-                );
-                MqttError::Timeout
-            })?
+        let bytes = self.write_buffer.len();
+        let written = timeout(
+            write_timeout,
+            Transport::write(&mut self.transport, &self.write_buffer),
+        )
+        .await;
+        self.write_buffer.clear();
+        written.map_err(|_| {
+            warn!(
+                bytes,
+                timeout = ?write_timeout,
+                "Transport write stalled; treating the client as gone"
+            );
+            MqttError::Timeout
+        })?
+    }
+
+    /// Whether the packet loop has work it can do at once: a whole packet already read, or a
+    /// message waiting on a lane it may deliver from. While it has, encoded packets wait in
+    /// `write_buffer` and leave in one write with whatever that work adds.
+    fn more_work_ready(&self, window_open: bool, max_size: usize) -> bool {
+        let packet_buffered = matches!(
+            announced_frame_len(&self.read_buffer, max_size),
+            Ok(Some(len)) if self.read_buffer.len() >= len
+        );
+        packet_buffered || !self.qos0_rx.is_empty() || (window_open && !self.qos1_rx.is_empty())
     }
 
     fn packet_properties_mut(packet: &mut Packet) -> Option<&mut Properties> {
@@ -1043,7 +1089,22 @@ impl ClientHandler {
         (delivering, window_open)
     }
 
+    /// The packet loop, with writes coalesced: packets it sends wait in `write_buffer` while it
+    /// has more work ready, and leave together before it waits.
     async fn handle_packets(
+        &mut self,
+        disconnect_rx: &mut oneshot::Receiver<TakeoverNotice>,
+    ) -> Result<LoopExit> {
+        self.coalescing_writes = true;
+        let exit = self.coalesced_packet_loop(disconnect_rx).await;
+        self.coalescing_writes = false;
+        let flushed = self.flush_to_client().await;
+        let exit = exit?;
+        flushed?;
+        Ok(exit)
+    }
+
+    async fn coalesced_packet_loop(
         &mut self,
         disconnect_rx: &mut oneshot::Receiver<TakeoverNotice>,
     ) -> Result<LoopExit> {
@@ -1053,6 +1114,9 @@ impl ClientHandler {
 
         loop {
             let (delivering, window_open) = self.delivery_gates();
+            if !self.write_buffer.is_empty() && !self.more_work_ready(window_open, max_size) {
+                self.flush_to_client().await?;
+            }
             let flow_deadline = self.flow_deadline;
             tokio::select! {
                 quiesced = Self::await_handoff_quiesce(

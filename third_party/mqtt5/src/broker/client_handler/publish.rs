@@ -14,7 +14,6 @@ use crate::protocol::v5::properties::{PropertyId, PropertyValue};
 use crate::protocol::v5::reason_codes::ReasonCode;
 use crate::transport::packet_io::encode_packet_to_buffer;
 use crate::QoS;
-use crate::Transport;
 use std::sync::Arc;
 use tracing::{debug, warn};
 
@@ -638,16 +637,20 @@ impl ClientHandler {
             "Sending PUBLISH to client"
         );
         let qos = publish.qos;
-        self.write_buffer.clear();
+        let start = self.write_buffer.len();
         let packet = Packet::Publish(publish);
-        encode_packet_to_buffer(&packet, &mut self.write_buffer)?;
+        if let Err(e) = encode_packet_to_buffer(&packet, &mut self.write_buffer) {
+            self.write_buffer.truncate(start);
+            return Err(e);
+        }
         if let Some(max) = self.client_max_packet_size {
-            if self.write_buffer.len() > max as usize {
+            if self.write_buffer.len() - start > max as usize {
                 debug!(
-                    packet_size = self.write_buffer.len(),
+                    packet_size = self.write_buffer.len() - start,
                     max_packet_size = max,
                     "Discarding PUBLISH exceeding client Maximum Packet Size"
                 );
+                self.write_buffer.truncate(start);
                 return Ok(());
             }
         }
@@ -669,17 +672,7 @@ impl ClientHandler {
                 self.outbound_inflight.insert(packet_id, publish);
             }
         }
-        let write_timeout = self.write_timeout();
-        tokio::time::timeout(write_timeout, self.write_publish_bytes(&topic_name, qos))
-            .await
-            .map_err(|_| {
-                warn!(
-                    topic = %topic_name,
-                    timeout = ?write_timeout,
-                    "Transport write stalled; treating the client as gone"
-                );
-                MqttError::Timeout
-            })??;
+        self.write_publish_bytes(start, &topic_name, qos).await?;
         self.stats.publish_sent(payload_size);
         Ok(())
     }
@@ -757,41 +750,60 @@ impl ClientHandler {
         }
     }
 
+    /// Sends the PUBLISH encoded in `write_buffer` from `start` on. Over QUIC it goes to its
+    /// stream at once, after the packets coalesced before it.
     #[cfg(all(not(target_arch = "wasm32"), feature = "transport-quic"))]
-    async fn write_publish_bytes(&mut self, topic: &str, qos: QoS) -> Result<()> {
+    async fn write_publish_bytes(&mut self, start: usize, topic: &str, qos: QoS) -> Result<()> {
         use crate::broker::config::ServerDeliveryStrategy;
 
-        if self.quic_connection.is_some() {
-            if let Some(flow_id) = self.pending_target_flow {
-                if self.server_stream_manager.is_none() {
-                    self.server_stream_manager = Some(self.build_server_stream_manager());
-                }
-                return self
-                    .server_stream_manager
-                    .as_mut()
-                    .unwrap()
-                    .write_publish_to_flow(flow_id, &self.write_buffer)
-                    .await;
-            }
-            if self.server_delivery_strategy == ServerDeliveryStrategy::ControlOnly {
-                return self.transport.write(&self.write_buffer).await;
-            }
+        if self.quic_connection.is_none()
+            || (self.pending_target_flow.is_none()
+                && self.server_delivery_strategy == ServerDeliveryStrategy::ControlOnly)
+        {
+            return self.send_coalesced().await;
+        }
+        let publish = self.write_buffer.split_off(start);
+        self.flush_to_client().await?;
+        let write_timeout = self.write_timeout();
+        let written = if let Some(flow_id) = self.pending_target_flow {
             if self.server_stream_manager.is_none() {
                 self.server_stream_manager = Some(self.build_server_stream_manager());
             }
-            self.server_stream_manager
-                .as_mut()
-                .unwrap()
-                .write_publish(topic, &self.write_buffer, qos)
-                .await
+            tokio::time::timeout(
+                write_timeout,
+                self.server_stream_manager
+                    .as_mut()
+                    .unwrap()
+                    .write_publish_to_flow(flow_id, &publish),
+            )
+            .await
         } else {
-            self.transport.write(&self.write_buffer).await
-        }
+            if self.server_stream_manager.is_none() {
+                self.server_stream_manager = Some(self.build_server_stream_manager());
+            }
+            tokio::time::timeout(
+                write_timeout,
+                self.server_stream_manager
+                    .as_mut()
+                    .unwrap()
+                    .write_publish(topic, &publish, qos),
+            )
+            .await
+        };
+        written.map_err(|_| {
+            warn!(
+                topic = %topic,
+                timeout = ?write_timeout,
+                "Transport write stalled; treating the client as gone"
+            );
+            MqttError::Timeout
+        })?
     }
 
+    /// Sends the PUBLISH encoded in `write_buffer`: with the packets coalesced around it.
     #[cfg(any(target_arch = "wasm32", not(feature = "transport-quic")))]
-    async fn write_publish_bytes(&mut self, _topic: &str, _qos: QoS) -> Result<()> {
-        self.transport.write(&self.write_buffer).await
+    async fn write_publish_bytes(&mut self, _start: usize, _topic: &str, _qos: QoS) -> Result<()> {
+        self.send_coalesced().await
     }
 
     /// Reloads the session's persisted inflight state after a restart: unacknowledged

@@ -765,30 +765,19 @@ impl ClientHandler {
         let publish = self.write_buffer.split_off(start);
         self.flush_to_client().await?;
         let write_timeout = self.write_timeout();
-        let written = if let Some(flow_id) = self.pending_target_flow {
-            if self.server_stream_manager.is_none() {
-                self.server_stream_manager = Some(self.build_server_stream_manager());
+        if self.server_stream_manager.is_none() {
+            self.server_stream_manager = Some(self.build_server_stream_manager());
+        }
+        let manager = self.server_stream_manager.as_mut().unwrap();
+        let written = match self.pending_target_flow {
+            Some(flow_id) => {
+                tokio::time::timeout(write_timeout, manager.write_publish_to_flow(flow_id, &publish))
+                    .await
             }
-            tokio::time::timeout(
-                write_timeout,
-                self.server_stream_manager
-                    .as_mut()
-                    .unwrap()
-                    .write_publish_to_flow(flow_id, &publish),
-            )
-            .await
-        } else {
-            if self.server_stream_manager.is_none() {
-                self.server_stream_manager = Some(self.build_server_stream_manager());
+            None => {
+                tokio::time::timeout(write_timeout, manager.write_publish(topic, &publish, qos))
+                    .await
             }
-            tokio::time::timeout(
-                write_timeout,
-                self.server_stream_manager
-                    .as_mut()
-                    .unwrap()
-                    .write_publish(topic, &publish, qos),
-            )
-            .await
         };
         written.map_err(|_| {
             warn!(

@@ -9,9 +9,12 @@
 //! - [`report`] writes the table, `latest.json`, `latest.svg` and the target checks;
 //!   [`bindings`] runs every binding flavour and reports through the same pieces.
 //!
+//! [`allocator`] gives the service side mimalloc and the rest the system's allocator.
+//!
 //! [`wire`] and [`mqtt`] hold what the raw requester and the echo responder put on the wire.
 #![warn(missing_docs)]
 
+pub mod allocator;
 pub mod bindings;
 pub mod drivers;
 pub mod echo;

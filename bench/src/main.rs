@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
+use statestore_bench::allocator::PerProcess;
 use statestore_bench::bindings::rust_driver::{self, RustDriverArgs};
 use statestore_bench::bindings::{
     self as flavours, report as bindings_report, runner as bindings_runner,
@@ -109,6 +110,11 @@ struct BindingsArgs {
 fn default_out() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results")
 }
+
+/// The service side's processes allocate with mimalloc, the others with the system's
+/// allocator ([`statestore_bench::allocator`]).
+#[global_allocator]
+static ALLOCATOR: PerProcess = PerProcess;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

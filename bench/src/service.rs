@@ -3,7 +3,8 @@
 //! time and memory are the client's alone.
 //!
 //! The child is this benchmark's own binary, `statestore-bench serve ...`. It prints
-//! `READY <address>` once clients can connect there, and exits when its stdin closes.
+//! `READY <address>` once clients can connect there, and exits when its stdin closes. It
+//! allocates with mimalloc, as the server's binaries do ([`crate::allocator`]).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -53,6 +54,7 @@ impl ServiceProcess {
     pub async fn spawn(exe: &Path, spec: ServiceSpec) -> Result<ServiceProcess, String> {
         let mut command = Command::new(exe);
         command
+            .env(crate::allocator::SERVICE_ALLOCATOR_VAR, "1")
             .arg("serve")
             .arg("--responder")
             .arg(match spec.responder {

@@ -14,6 +14,11 @@ use std::process::ExitCode;
 use crate::args::{Cli, Command};
 use crate::exit::{Failure, Status};
 
+/// mimalloc rather than the system's allocator: `serve` allocates and frees per packet, and
+/// glibc's malloc took a fifth of its CPU under load (docs/server.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits with status 2.
     let cli = Cli::parse_args();

@@ -48,7 +48,7 @@ pub fn compare(results: &mut [BindingResult]) {
 
 /// What the figures include, written into bindings.json.
 pub const NOTES: [&str; 10] = [
-    "every item runs in fresh processes: Mosquitto (when the cell uses it), the service side (statestore-bench serve: statestore-server with its embedded broker, or attached to Mosquitto) and the flavour's driver",
+    "every item runs in fresh processes: Mosquitto (when the cell uses it), the service side (statestore-bench serve: statestore-server with its embedded broker, or attached to Mosquitto; allocating with mimalloc, as the server's binaries do) and the flavour's driver (the Rust drivers on the system's allocator, as a program gets by default)",
     "drivers: rust-* = statestore-bench rust-driver (the main harness's client drivers); c-* = bench/drivers/c_driver.c linked against the installed libstatestore; python-* = bench/drivers/py_driver.py; node-* = bench/drivers/node_driver.mjs",
     "in flight: tasks/Promises/async calls for the async flavours, threads sharing one client for the blocking ones; node-sync: Sync calls block their JS thread, so N in flight are N worker_threads, each with its own client and connection",
     "by-hand baselines: the state store protocol over paho-mqtt (python-paho) and mqtt.js (node-mqttjs), MQTT 5, TCP_NODELAY, the client's envelope (QoS 1, response topic, 16-byte correlation data, __srcId, __ts HLC, __protVer, expiry, content type); each answer issues the slot's next request from the library's message callback, the fastest way to drive those libraries",

@@ -18,6 +18,11 @@ use statestore::bindings;
 
 pub use logs::set_log_handler;
 
+/// mimalloc for every Rust allocation of the addon (V8's heap keeps its own): the client
+/// allocates per request and per answer (docs/architecture.md#allocators).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;

@@ -107,6 +107,11 @@ impl Classes<'_, '_> {
     }
 }
 
+/// mimalloc for every Rust allocation of the module (Python's own objects keep Python's
+/// allocator): the client allocates per request and per answer (docs/architecture.md#allocators).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let mut classes = Classes {

@@ -245,6 +245,43 @@ async fn max_in_flight_is_a_connect_option_of_at_least_one() {
     assert_eq!(values(read), expected);
 }
 
+#[tokio::test]
+async fn a_dropped_batch_stops_sending() {
+    // One request at a time over a link with 20 ms each way: about 25 SETs a second.
+    let server = kit::embedded().await;
+    let proxy = kit::Proxy::start(server.local_addr()).await.unwrap();
+    proxy.latency(Duration::from_millis(20));
+    let slow = kit::within(
+        "the connection through the proxy",
+        Client::connect(kit::options(proxy.addr()).max_in_flight(1)),
+    )
+    .await
+    .unwrap();
+    let direct = kit::client(&server).await;
+    let items: Vec<_> = (0..100).map(|i| (format!("dropped:{i:03}"), "v")).collect();
+    let batch = slow.set_many(items, SetOptions::default());
+    // The caller gives up on the batch after 150 ms: the future is dropped unfinished.
+    assert!(tokio::time::timeout(Duration::from_millis(150), batch)
+        .await
+        .is_err());
+    let written = || async {
+        kit::within("listing the keys", direct.keys_all("dropped:*"))
+            .await
+            .unwrap()
+            .len()
+    };
+    // The request under way when it was dropped lands within a round trip; none may follow.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let after_drop = written().await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let later = written().await;
+    assert!(after_drop < 100, "{after_drop} keys written");
+    assert_eq!(
+        later, after_drop,
+        "the batch went on sending after it was dropped"
+    );
+}
+
 #[test]
 fn the_blocking_client_has_the_same_batches() {
     let host = kit::host();

@@ -285,6 +285,9 @@ pub struct BindingsProfile {
     pub batch_keys: u64,
     /// The batch tests: op and one-way delay in milliseconds (0: plain loopback).
     pub batches: Vec<(Op, u64)>,
+    /// Driver runs per batch test (each one its own process: a warm-up pass when the profile
+    /// has a warm-up, then one measured loop and batch); the result is their median.
+    pub batch_runs: usize,
     /// How long the idle test's client does nothing, measured.
     pub idle: Duration,
     /// How long it idles first, measured apart: the language runtime's own work after
@@ -309,6 +312,9 @@ impl BindingsProfile {
             memory_ops: 1_000_000,
             batch_keys: 1000,
             batches: vec![(Op::Get, 0), (Op::Set, 0), (Op::Get, 1), (Op::Set, 1)],
+            // One 1 000-key batch lasts 12-25 ms on loopback: a single one swung a cell's
+            // ratio by a third between runs.
+            batch_runs: 5,
             idle: Duration::from_secs(20),
             idle_settle: Duration::from_secs(10),
         }
@@ -324,6 +330,7 @@ impl BindingsProfile {
             in_flight: vec![1, 64],
             boundary_calls: 20_000,
             memory_ops: 20_000,
+            batch_runs: 3,
             idle: Duration::from_secs(5),
             idle_settle: Duration::from_secs(2),
             ..Self::full()
@@ -345,6 +352,7 @@ impl BindingsProfile {
             // Each op once and each delay once: every flavour's batch calls run, in seconds.
             batch_keys: 20,
             batches: vec![(Op::Get, 0), (Op::Set, 1)],
+            batch_runs: 1,
             idle: Duration::from_millis(500),
             idle_settle: Duration::ZERO,
         }

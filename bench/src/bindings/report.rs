@@ -47,7 +47,7 @@ pub fn compare(results: &mut [BindingResult]) {
 }
 
 /// What the figures include, written into bindings.json.
-pub const NOTES: [&str; 10] = [
+pub const NOTES: [&str; 11] = [
     "every item runs in fresh processes: Mosquitto (when the cell uses it), the service side (statestore-bench serve: statestore-server with its embedded broker, or attached to Mosquitto; allocating with mimalloc, as the server's binaries do) and the flavour's driver (the Rust drivers on the system's allocator, as a program gets by default)",
     "drivers: rust-* = statestore-bench rust-driver (the main harness's client drivers); c-* = bench/drivers/c_driver.c linked against the installed libstatestore; python-* = bench/drivers/py_driver.py; node-* = bench/drivers/node_driver.mjs",
     "in flight: tasks/Promises/async calls for the async flavours, threads sharing one client for the blocking ones; node-sync: Sync calls block their JS thread, so N in flight are N worker_threads, each with its own client and connection",
@@ -56,6 +56,7 @@ pub const NOTES: [&str; 10] = [
     "cpu_us_per_op: CPU of the driver process / operations; service_cpu_us_per_op: CPU of the service process (clock ticks), Mosquitto's own CPU excluded",
     "ctx_switches_per_op: context switches (voluntary + involuntary, every thread) of the driver process / operations, over the measuring window",
     "ratio_to_rust_async / ratio_to_rust / p50_delta_rust_us: against the Rust async client / the Rust client of the same kind (async or blocking) in the same cell of the same run; ratio_to_baseline / p50_delta_baseline_us: against the by-hand baseline of the same language",
+    "batch: the keys as a loop of awaited single calls, then as one batch call, in one driver process (after a warm-up pass when the profile has a warm-up); the driver runs the profile's batch_runs times against the same server (full 5, quick 3, smoke 1): loop_s and batch_s are the runs' medians, batch_speedup the median of the runs' loop_s / batch_s, batch_runs every run's pair",
     "boundary: a SET with an empty key, which every binding rejects before any I/O, in a loop: ns per call including raising/catching the error (awaiting the rejected call for async flavours)",
     "memory: operations alternating SET and GET of 16 B (Rust: SET) at 64 in flight (blocking flavours 16 threads, node-sync 1), resident memory sampled 100 times (Rust: every 100 ms); C also allocates and frees an options handle per operation",
 ];

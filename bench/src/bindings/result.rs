@@ -46,8 +46,12 @@ pub struct BindingResult {
     pub loop_s: Option<f64>,
     /// Batch test: seconds for the same keys as one batch call.
     pub batch_s: Option<f64>,
-    /// Batch test: `loop_s / batch_s`, how many times faster the batch is.
+    /// Batch test: how many times faster the batch is than the loop, the median of the runs'
+    /// `loop_s / batch_s` (with one run, exactly that).
     pub batch_speedup: Option<f64>,
+    /// Batch test: `[loop_s, batch_s]` of each driver run; `loop_s` and `batch_s` above are
+    /// their medians.
+    pub batch_runs: Option<Vec<[f64; 2]>>,
     /// Idle test: CPU of the driver process over its idle window (`elapsed_s`), ms.
     pub idle_cpu_ms: Option<f64>,
     /// Idle test: context switches of the driver process over its idle window.
@@ -115,6 +119,7 @@ impl BindingResult {
             loop_s: None,
             batch_s: None,
             batch_speedup: None,
+            batch_runs: None,
             idle_cpu_ms: None,
             idle_ctx_switches: None,
             idle_settle_cpu_ms: None,
@@ -170,6 +175,9 @@ impl BindingResult {
             (Some(looped), Some(batch)) if batch > 0.0 => Some(looped / batch),
             _ => None,
         };
+        if let (Some(looped), Some(batch)) = (out.loop_s, out.batch_s) {
+            r.batch_runs = Some(vec![[looped, batch]]);
+        }
         r.idle_cpu_ms = out.idle_cpu_ms;
         r.idle_ctx_switches = out.idle_ctx_switches;
         r.idle_settle_cpu_ms = out.settle_cpu_ms;
@@ -280,6 +288,37 @@ pub struct DriverOutput {
     pub settle_cpu_ms: Option<f64>,
 }
 
+impl BindingResult {
+    /// Folds the batch runs `runs` (`[loop_s, batch_s]` each, this result's among them) into
+    /// this result: `loop_s` and `batch_s` become their medians, `batch_speedup` the median
+    /// of their ratios (each run's loop and batch ran back to back, under the same load).
+    pub fn batch_medians(&mut self, runs: Vec<[f64; 2]>) {
+        if runs.is_empty() {
+            return;
+        }
+        let column = |i: usize| median(runs.iter().map(|run| run[i]).collect());
+        self.loop_s = Some(column(0));
+        self.batch_s = Some(column(1));
+        self.batch_speedup = Some(median(
+            runs.iter()
+                .filter(|run| run[1] > 0.0)
+                .map(|run| run[0] / run[1])
+                .collect(),
+        ));
+        self.batch_runs = Some(runs);
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count; 0 for none).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
 /// The outcome of probing one flavour.
 #[derive(Debug, Clone, Serialize)]
 pub struct Probe {
@@ -332,6 +371,36 @@ mod tests {
         assert_eq!(r.kind, "batch");
         assert_eq!(r.batch_delay_ms, Some(1));
         assert!((r.batch_speedup.unwrap_or(0.0) - 20.0).abs() < 1e-9);
+        assert_eq!(r.batch_runs, Some(vec![[2.0, 0.1]]));
+    }
+
+    #[test]
+    fn batch_runs_fold_into_medians_and_the_median_ratio() {
+        let item = Item {
+            flavour: Flavour::CAsync,
+            test: Test::Batch {
+                op: Op::Set,
+                delay_ms: 0,
+            },
+        };
+        let mut r = BindingResult::unavailable(item, String::new());
+        // One slow batch (the outlier a single run can be) does not set the figure.
+        let runs = vec![
+            [0.20, 0.016],
+            [0.18, 0.015],
+            [0.19, 0.030],
+            [0.21, 0.017],
+            [0.17, 0.014],
+        ];
+        r.batch_medians(runs.clone());
+        assert_eq!(r.loop_s, Some(0.19));
+        assert_eq!(r.batch_s, Some(0.016));
+        let speedup = r.batch_speedup.unwrap_or(0.0);
+        // Ratios 12.5, 12.0, 6.3, 12.4, 12.1: the median is the last run's.
+        assert!((speedup - 0.17 / 0.014).abs() < 1e-9, "{speedup}");
+        assert_eq!(r.batch_runs, Some(runs));
+        assert_eq!(super::median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(super::median(Vec::new()), 0.0);
     }
 
     #[test]

@@ -234,21 +234,58 @@ async fn run_one(profile: &BindingsProfile, tools: &Tools, item: Item) -> Bindin
     let addr = proxy.as_ref().map_or_else(|| service.addr(), Proxy::addr);
     let mut args = DriverArgs::new(profile, &item, addr.ip().to_string(), addr.port());
     args.service_pid = service.pid();
-    let output = spawn_driver(
-        tools,
-        item.flavour,
-        &args.to_args(),
-        profile.deadline(&item.test),
-    )
-    .await;
+    // A batch test runs its driver `batch_runs` times against the same server; the others once.
+    let runs = match item.test {
+        Test::Batch { .. } => profile.batch_runs.max(1),
+        _ => 1,
+    };
+    let mut outputs = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let output = spawn_driver(
+            tools,
+            item.flavour,
+            &args.to_args(),
+            profile.deadline(&item.test),
+        )
+        .await;
+        let failed = output.is_err();
+        outputs.push(output);
+        if failed {
+            break;
+        }
+    }
     let service_peak = service.pid().and_then(resources::child_peak_rss).map(mib);
     drop(proxy);
     service.stop().await;
     drop(mosquitto);
-    let mut result = match output {
-        Ok(output) => BindingResult::from_output(item, output),
-        Err(error) => BindingResult::failed(item, error),
-    };
+    let mut result = fold_runs(item, outputs);
     result.figures.service_peak_rss_mb = service_peak;
     result
+}
+
+/// The result of an item from its driver runs: the first run's, with a batch test's times
+/// replaced by the medians of every run; the first failure fails it.
+fn fold_runs(item: Item, outputs: Vec<Result<DriverOutput, String>>) -> BindingResult {
+    let mut results = Vec::with_capacity(outputs.len());
+    for output in outputs {
+        let result = match output {
+            Ok(output) => BindingResult::from_output(item, output),
+            Err(error) => BindingResult::failed(item, error),
+        };
+        if result.failed_run() {
+            return result;
+        }
+        results.push(result);
+    }
+    let runs: Vec<[f64; 2]> = results
+        .iter()
+        .filter_map(|r| Some([r.loop_s?, r.batch_s?]))
+        .collect();
+    let Some(mut first) = results.into_iter().next() else {
+        return BindingResult::failed(item, "the driver never ran".to_owned());
+    };
+    if runs.len() > 1 {
+        first.batch_medians(runs);
+    }
+    first
 }

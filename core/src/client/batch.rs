@@ -6,9 +6,17 @@
 //! [`ConnectOptions::max_in_flight`](super::ConnectOptions::max_in_flight) requests wait for
 //! their answers at once instead of one round trip after another. Every request is encoded and
 //! checked before the first is sent, so that bad input sends nothing.
+//!
+//! The pipelining runs as a task of its own on the runtime the call is made in (the library's
+//! runtime for the blocking client and the bindings), beside the connection's event loop: a
+//! caller waiting on another thread is woken once, for the whole batch, rather than for every
+//! group of answers. Dropping the call aborts the task, so a cancelled batch stops sending.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::stream::{FuturesOrdered, StreamExt};
+use tokio_util::task::AbortOnDropHandle;
 
 use super::call::{Answer, Invocation};
 use super::shared::Shared;
@@ -17,18 +25,18 @@ use super::validate;
 use crate::{Error, Result};
 
 /// One request of a batch, encoded and checked.
-pub(crate) struct Prepared<'a> {
-    invocation: Invocation<'a>,
+pub(crate) struct Prepared {
+    invocation: Invocation,
     payload: Bytes,
 }
 
 /// Encodes and checks every request of a batch (non-empty key, size within the broker's
 /// maximum packet) before any is sent. The first bad one fails the batch with an
 /// [`Error::InvalidArgument`] naming its index and key.
-pub(crate) fn prepare<'a>(
+pub(crate) fn prepare(
     shared: &Shared,
-    invocations: impl IntoIterator<Item = Invocation<'a>>,
-) -> Result<Vec<Prepared<'a>>> {
+    invocations: impl IntoIterator<Item = Invocation>,
+) -> Result<Vec<Prepared>> {
     invocations
         .into_iter()
         .enumerate()
@@ -53,7 +61,7 @@ pub(crate) fn prepare<'a>(
 /// own result's error, never the batch's.
 pub(crate) async fn run<T>(
     shared: &Shared,
-    requests: &[Prepared<'_>],
+    requests: &[Prepared],
     limit: usize,
     answer: impl Fn(Answer) -> Result<T>,
 ) -> Vec<Result<T>> {
@@ -74,7 +82,24 @@ pub(crate) async fn run<T>(
     results
 }
 
-async fn send(shared: &Shared, request: &Prepared<'_>) -> Result<Answer> {
+/// [`run`] as a task of its own on the current runtime; the returned future aborts it when
+/// dropped. A panic in the task resumes in the caller, as it would have in [`run`] itself.
+pub(crate) async fn run_as_task<T: Send + 'static>(
+    shared: Arc<Shared>,
+    requests: Vec<Prepared>,
+    limit: usize,
+    answer: impl Fn(Answer) -> Result<T> + Send + 'static,
+) -> Result<Vec<Result<T>>> {
+    let task = tokio::spawn(async move { run(&shared, &requests, limit, answer).await });
+    match AbortOnDropHandle::new(task).await {
+        Ok(results) => Ok(results),
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // Only a runtime shutting down cancels the task while its caller still waits.
+        Err(_) => Err(Error::Closed),
+    }
+}
+
+async fn send(shared: &Shared, request: &Prepared) -> Result<Answer> {
     shared
         .call_encoded(&request.invocation, &request.payload)
         .await

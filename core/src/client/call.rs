@@ -17,9 +17,9 @@ use crate::protocol::{topics, Hlc, Request, Response};
 use crate::{Error, Result};
 
 /// One invocation of the state store's command: the request and how to send it.
-pub(crate) struct Invocation<'a> {
+pub(crate) struct Invocation {
     pub(crate) request: Request,
-    pub(crate) fencing_token: Option<&'a Hlc>,
+    pub(crate) fencing_token: Option<Hlc>,
     pub(crate) persist: bool,
     pub(crate) timeout: Option<Duration>,
     /// Re-send when the connection was lost with the request in flight (reads only: doing a
@@ -37,7 +37,7 @@ pub(crate) struct Answer {
 
 impl Shared {
     /// Sends `invocation` and waits for its response, at most the invocation's timeout.
-    pub(crate) async fn call(&self, invocation: Invocation<'_>) -> Result<Answer> {
+    pub(crate) async fn call(&self, invocation: Invocation) -> Result<Answer> {
         let payload = invocation.request.encode();
         self.call_encoded(&invocation, &payload).await
     }
@@ -45,7 +45,7 @@ impl Shared {
     /// [`Shared::call`] with the request already encoded as `payload`.
     pub(crate) async fn call_encoded(
         &self,
-        invocation: &Invocation<'_>,
+        invocation: &Invocation,
         payload: &Bytes,
     ) -> Result<Answer> {
         crate::runtime::ensure_created_here(self.pid, "client")?;
@@ -73,7 +73,7 @@ impl Shared {
 
     /// Fails as [`Shared::call`] would for a request larger than the broker's maximum packet
     /// size, without sending it: a batch checks every request before it sends the first.
-    pub(crate) fn check_size(&self, invocation: &Invocation<'_>, payload: &Bytes) -> Result<()> {
+    pub(crate) fn check_size(&self, invocation: &Invocation, payload: &Bytes) -> Result<()> {
         let timeout = invocation.timeout.unwrap_or(self.default_timeout);
         // The correlation data's length is fixed; the clock's current reading is as long as
         // the timestamp that will be sent, to within a digit of its counter.
@@ -87,7 +87,7 @@ impl Shared {
 
     fn properties(
         &self,
-        invocation: &Invocation<'_>,
+        invocation: &Invocation,
         correlation: Bytes,
         timestamp: &Hlc,
         timeout: Duration,
@@ -98,7 +98,7 @@ impl Shared {
             RequestMeta {
                 correlation,
                 timestamp,
-                fencing_token: invocation.fencing_token,
+                fencing_token: invocation.fencing_token.as_ref(),
                 persist: invocation.persist,
                 timeout,
             },
@@ -107,7 +107,7 @@ impl Shared {
 
     async fn attempts(
         &self,
-        invocation: &Invocation<'_>,
+        invocation: &Invocation,
         payload: &Bytes,
         timeout: Duration,
     ) -> Result<Answer> {
@@ -182,7 +182,7 @@ impl Shared {
 }
 
 /// A GET of `key`: a read, so sent again when the connection is lost with it in flight.
-pub(crate) fn invoke_get(key: Bytes, timeout: Option<Duration>) -> Invocation<'static> {
+pub(crate) fn invoke_get(key: Bytes, timeout: Option<Duration>) -> Invocation {
     Invocation {
         request: Request::Get { key },
         fencing_token: None,

@@ -462,14 +462,14 @@ impl Client {
     }
 
     /// Checks every request of a batch, then sends them pipelined; see [`batch`].
-    async fn batch<'a, T>(
+    async fn batch<T: Send + 'static>(
         &self,
-        invocations: impl IntoIterator<Item = Invocation<'a>>,
-        answer: impl Fn(Answer) -> Result<T>,
+        invocations: impl IntoIterator<Item = Invocation>,
+        answer: impl Fn(Answer) -> Result<T> + Send + 'static,
     ) -> Result<Vec<Result<T>>> {
         let shared = &self.inner.shared;
         let requests = batch::prepare(shared, invocations)?;
-        Ok(batch::run(shared, &requests, self.inner.max_in_flight, answer).await)
+        batch::run_as_task(shared.clone(), requests, self.inner.max_in_flight, answer).await
     }
 
     /// The keys matching a glob `pattern`, fetched page by page as they are consumed (no
@@ -519,14 +519,14 @@ impl Client {
 }
 
 /// The SET of `key` to `value` with `options`.
-fn set_invocation(key: Bytes, value: Bytes, options: &SetOptions) -> Result<Invocation<'_>> {
+fn set_invocation(key: Bytes, value: Bytes, options: &SetOptions) -> Result<Invocation> {
     let flags = SetFlags {
         condition: options.condition,
         expiry_ms: validate::expiry_ms(options.expiry)?,
     };
     Ok(Invocation {
         request: Request::Set { key, value, flags },
-        fencing_token: options.fencing_token.as_ref(),
+        fencing_token: options.fencing_token.clone(),
         persist: options.persist,
         timeout: options.timeout,
         idempotent: false,
@@ -547,10 +547,10 @@ fn set_result(answer: Answer) -> Result<SetResult> {
 }
 
 /// A DEL or VDEL `request` with `options`.
-fn delete_invocation(request: Request, options: &DeleteOptions) -> Invocation<'_> {
+fn delete_invocation(request: Request, options: &DeleteOptions) -> Invocation {
     Invocation {
         request,
-        fencing_token: options.fencing_token.as_ref(),
+        fencing_token: options.fencing_token.clone(),
         persist: false,
         timeout: options.timeout,
         idempotent: false,

@@ -169,7 +169,7 @@ impl Overflow {
 /// observations deaf for that long. Asking again is safe: a registration is idempotent.
 const RESYNC_FIRST_ATTEMPT: Duration = Duration::from_millis(250);
 
-fn keynotify(key: Bytes, stop: bool) -> Invocation<'static> {
+fn keynotify(key: Bytes, stop: bool) -> Invocation {
     Invocation {
         request: Request::KeyNotify { key, stop },
         fencing_token: None,

@@ -1,13 +1,13 @@
 'use strict'
-// How the package calls the addon. Each class is a table of operations (`Wrapper.define`),
-// from which every Promise method and its blocking `…Sync` twin are made. A native operation
-// takes a NativeCall last: nothing (a Promise), SYNC (the result itself, the thread blocked),
-// or one per call that an AbortSignal cancels.
+// How the package calls the addon. Each public class wraps one addon class (`Wrapper.define`),
+// and every addon method that takes a NativeCall first becomes a Promise method and its
+// blocking `…Sync` twin: nothing (a Promise), SYNC (the result itself, the thread blocked), or
+// one per call that an AbortSignal cancels. The addon checks every argument, its JavaScript
+// type (TypeErrors naming the parameter) and its value, before anything is sent.
 const { inspect } = require('node:util')
 const native = require('./native.js')
-const args = require('./args.js')
 
-/** Passed last to a native operation: block the JavaScript thread until its result. */
+/** Passed first to a native operation: block the JavaScript thread until its result. */
 const SYNC = new native.NativeCall(true)
 
 /** Node's AbortError convention (fs/promises, fetch): `name`, `code`, the reason as `cause`. */
@@ -18,49 +18,34 @@ function abortError(signal) {
   return error
 }
 
-/** `options.signal`: undefined or an AbortSignal (as Node's validateAbortSignal checks it). */
-function checkSignal(value) {
-  if (value === undefined) return undefined
-  if (value === null || typeof value !== 'object' || !('aborted' in value) || typeof value.addEventListener !== 'function') {
-    throw args.typeError('options.signal', 'an instance of AbortSignal', value)
-  }
-  return value
-}
-
 /**
- * Runs `start` (which returns a Promise), turning a synchronous throw (a bad argument) into a
- * rejection. Not an async function: the addon's Promise is returned as is (one Promise per
- * call on the hot path).
- */
-function promised(start) {
-  try {
-    return start()
-  } catch (error) {
-    return Promise.reject(error)
-  }
-}
-
-/**
- * Starts `start(call)` (a native operation returning a Promise) so that `signal` can cancel
- * it: already aborted, it rejects at once without starting; aborted later, the call is
- * cancelled in core and the Promise rejects with an AbortError. The listener is removed as
- * soon as the call settles, so one signal can serve any number of calls.
+ * Runs `start(call)` with a NativeCall that `signal` cancels: aborted, the Promise rejects with
+ * an AbortError (the addon fails a call whose signal has already aborted before sending it).
+ * The listener is added once the addon has checked the signal and removed as soon as the call
+ * settles, so that one signal can serve any number of calls.
  */
 function abortable(signal, start) {
-  if (signal === undefined) return start(undefined)
-  if (signal.aborted) return Promise.reject(abortError(signal))
   const call = new native.NativeCall(false)
+  const failed = (error) => {
+    throw signal?.aborted === true && error?.code === 'STATESTORE_CANCELLED' ? abortError(signal) : error
+  }
+  let pending
+  try {
+    pending = start(call)
+  } catch (error) {
+    return Promise.reject(error).catch(failed)
+  }
   const onAbort = () => call.cancel()
   signal.addEventListener('abort', onAbort, { once: true })
   const settled = () => signal.removeEventListener('abort', onAbort)
-  return promised(() => start(call)).then(
+  return Promise.resolve(pending).then(
     (value) => {
       settled()
       return value
     },
     (error) => {
       settled()
-      throw signal.aborted && error?.code === 'STATESTORE_CANCELLED' ? abortError(signal) : error
+      return failed(error)
     },
   )
 }
@@ -76,7 +61,12 @@ function drive(steps, sync) {
     if (step.done) return step.value
     return sync ? resume('next', step.value) : Promise.resolve(step.value).then((v) => resume('next', v), (e) => resume('throw', e))
   }
-  return sync ? resume('next') : promised(() => Promise.resolve(resume('next')))
+  if (sync) return resume('next')
+  try {
+    return Promise.resolve(resume('next'))
+  } catch (error) {
+    return Promise.reject(error)
+  }
 }
 
 /** The addon members behind each public member (`Client.set`: `NativeClient.set`), for typecheck/backing.mjs. */
@@ -86,116 +76,72 @@ function backs(owner, members) {
   for (const [member, natives] of Object.entries(members)) backing.set(owner ? `${owner}.${member}` : member, natives)
 }
 
-const NO_OPTIONS = args.fields({}, { spread: true })
-const SIGNAL = ['signal']
-const NONE = []
-
 /**
- * One entry of a table (see `Wrapper.define`): `make(flavour, target)` is the public function
- * for `flavour` ('promise', 'sync', or 'plain': a call that answers at once), calling the
- * addon on `target(this)` (the wrapped addon object, or an addon class); `natives` are the
- * addon members it calls.
- *
- * An entry that is one addon call (no `construct`, `steps`, `result`, one member) gets a
- * function that calls the addon itself: no frame in between, so that an error's stack (which
- * the engine walks as the error is made) stays short, and no closure per call.
+ * The Promise method and the `…Sync` twin over the addon method `name` of `target(this)`:
+ * `result` makes what the caller gets from the addon's result; `lazy`, the Promise method
+ * returns `result(promise)` at once (an Observation that listeners can join while it opens).
  */
-function operation(owner, key, { native: member, construct, args: converters = [], signal, result, lazy, steps, uses = [] }) {
-  const members = [].concat(member ?? (steps || construct ? [] : key))
-  const natives = [...(construct ? [construct] : []), ...members.map((m) => `${construct ?? owner}.${m}`), ...uses]
-  // A Promise method with a signal reads it from its options, given or (with none) added.
-  const at = !signal ? -1 : converters.at(-1)?.options ? converters.length - 1 : converters.length
-  const withSignal = at === converters.length ? [...converters, NO_OPTIONS] : converters
-
-  const convert = (given, promise) => {
-    const checks = promise ? withSignal : converters
-    const values = []
-    for (let i = 0; i < checks.length; i++) {
-      const value = checks[i](given[i], promise && i === at ? SIGNAL : NONE)
-      if (checks[i].spread) values.push(...value)
-      else values.push(value)
+function twinsOf(name, target, result, lazy) {
+  const promise = function (...given) {
+    let pending
+    try {
+      const addon = target(this)
+      pending = addon[name](undefined, ...given)
+      // Given options.signal, the addon hands it back instead of starting: the call is made
+      // again with a NativeCall the signal cancels.
+      if (!(pending instanceof Promise)) pending = abortable(pending, (call) => addon[name](call, ...given))
+    } catch (error) {
+      // A lazy method throws a bad argument at once, as it returns its result at once.
+      if (lazy) throw error
+      pending = Promise.reject(error)
     }
-    return values
+    return lazy ? result(pending) : result ? pending.then(result) : pending
   }
-
-  if (!construct && !steps && !result && members.length === 1) {
-    const [name] = members
-    const make = (flavour, target) => {
-      if (flavour === 'sync') return function (...given) { return target(this)[name](...convert(given, false), SYNC) }
-      if (flavour === 'plain') return function (...given) { return target(this)[name](...convert(given, false)) }
-      return function (...given) {
-        try {
-          const values = convert(given, true)
-          const aborts = at >= 0 ? checkSignal(given[at]?.signal) : undefined
-          const addon = target(this)
-          if (aborts === undefined) return addon[name](...values, undefined)
-          return abortable(aborts, (call) => addon[name](...values, call))
-        } catch (error) {
-          return Promise.reject(error)
-        }
-      }
-    }
-    return { natives, make }
+  const sync = function (...given) {
+    const value = target(this)[name](SYNC, ...given)
+    return result ? result(value) : value
   }
-
-  // `call`: the NativeCall, if any (none for a method that answers at once).
-  const invoke = (target, values, ...call) => {
-    if (construct) [target, values] = [new native[construct](target, ...values), []]
-    if (members.length === 0) return target
-    // An addon with a member per flavour takes no NativeCall.
-    if (members.length === 2) return target[members[call[0] === SYNC ? 1 : 0]](...values)
-    return target[members[0]](...values, ...call)
-  }
-
-  const run = (target, given, flavour) => {
-    const promise = flavour === 'promise'
-    const values = convert(given, promise)
-    const aborts = promise && at >= 0 ? checkSignal(given[at]?.signal) : undefined
-    const start = (...call) => (steps ? drive(steps(target, { call: call[0], sync: !promise, signal: aborts }, ...values), !promise) : invoke(target, values, ...call))
-    const finish = result ?? ((value) => value)
-    if (flavour === 'plain') return finish(start())
-    if (flavour === 'sync') return finish(start(SYNC))
-    const pending = abortable(aborts, start)
-    return lazy ? finish(pending) : result ? pending.then(finish) : pending
-  }
-  const make = (flavour, target) =>
-    flavour === 'promise' && !lazy
-      ? function (...given) {
-          return promised(() => run(target(this), given, flavour))
-        }
-      : function (...given) {
-          return run(target(this), given, flavour)
-        }
-  return { natives, make }
+  return [promise, sync]
 }
 
-/**
- * Puts on `into` each twin as `name` and `nameSync`, and each method, over the addon object
- * `target(this)` gives; `label` names them in `backing`.
- */
-function attach(into, label, owner, { twins = {}, methods = {} }, target) {
-  // A module's functions are enumerable, as its other exports; a class's members are not.
+/** The own methods of `object` (an addon class or its prototype), getters and `constructor` left out. */
+function methodsOf(object) {
+  return Object.entries(Object.getOwnPropertyDescriptors(object))
+    .filter(([key, d]) => typeof d.value === 'function' && key !== 'constructor')
+    .map(([key]) => key)
+}
+
+/** Puts `value` on `into` as `key`: enumerable on a module's exports, as its other exports; not on a class. */
+function put(into, key, value) {
   const enumerable = Object.getPrototypeOf(into) === Object.prototype
-  const put = (key, op, flavour) => {
-    const value = Object.defineProperty(op.make(flavour, target), 'name', { value: key })
-    Object.defineProperty(into, key, { configurable: true, writable: true, enumerable, value })
-  }
-  for (const [key, entry] of Object.entries(twins)) {
-    const op = operation(owner, key, entry)
-    backs(label, { [key]: op.natives, [`${key}Sync`]: op.natives })
-    put(key, op, 'promise')
-    put(`${key}Sync`, op, 'sync')
-  }
-  for (const [key, entry] of Object.entries(methods)) {
-    const op = operation(owner, key, entry)
-    backs(label, { [key]: op.natives })
-    put(key, op, 'plain')
-  }
+  Object.defineProperty(into, key, { configurable: true, writable: true, enumerable, value: Object.defineProperty(value, 'name', { value: key }) })
 }
 
-/** Twins over the static members of the addon class `native`, put on `into` (a class, or a module's exports). */
-function functions(into, label, { native: name, addon = () => native, twins }) {
-  attach(into, label, name, { twins }, () => addon()[name])
+/**
+ * Puts on `into` a Promise method and its `…Sync` twin for each method of `Native()` (an addon
+ * class, or its prototype), over the addon object `target(this)`, and a plain method for each
+ * of `plain`: `label` names them in `backing`, `owner` the addon class. `results` make the
+ * caller's value from the addon's (by method name; `lazy` ones are given the Promise);
+ * `twins: false`, only the `plain` methods are made.
+ */
+function attach(into, label, owner, Native, target, { plain = {}, results = {}, lazy = [], hidden = [], twins = true }) {
+  // Without twins, only `plain`: the addon (the testing one) need not be loaded yet.
+  for (const key of twins ? methodsOf(Native()) : Object.keys(plain)) {
+    if (hidden.includes(key)) continue
+    const natives = [`${owner}.${key}`]
+    if (key in plain) {
+      const result = plain[key] ?? ((value) => value)
+      put(into, key, function (...given) {
+        return result(target(this)[key](...given))
+      })
+      backs(label, { [key]: natives })
+      continue
+    }
+    const [promise, sync] = twinsOf(key, target, results[key], lazy.includes(key))
+    put(into, key, promise)
+    put(into, `${key}Sync`, sync)
+    backs(label, { [key]: natives, [`${key}Sync`]: natives })
+  }
 }
 
 /** The addon class behind each class made by `Wrapper.define`, and how users get one. */
@@ -217,24 +163,16 @@ class Wrapper {
   }
 
   /**
-   * Writes the members of `cls` (a subclass) from its table. `native`: the addon class it
-   * wraps (in `addon()`, the client's addon unless said); `made`: how users get one;
-   * `getters`: the addon's getters it shows as they are (`secrets`: ones `inspect` leaves
-   * out); `twins`: operations, each a Promise
-   * method `name` and its blocking `nameSync`; `methods`: calls that answer at once. An
-   * operation's entry (every field optional):
-   * - `native`: the addon member it calls (default: its own name); two names when the addon
-   *   has one per flavour and takes no NativeCall;
-   * - `construct`: an addon class built first, from the wrapped object and the arguments;
-   * - `args`: a conversion per parameter (args.js);
-   * - `signal`: the Promise method takes `options.signal` (an AbortSignal) as well;
-   * - `result`: what the caller gets from the addon's result (a wrapper object);
-   * - `lazy`: the Promise method gives `result(promise)` at once (an Observation);
-   * - `steps`: a generator (see `drive`) for an operation of several calls, which `uses`
-   *   lists.
+   * Writes the members of `cls` (a subclass) over the addon class `native` (in `addon()`, the
+   * client's addon unless said): `made` says how users get one; `getters` are the addon's
+   * getters shown as they are (`secrets`: ones `inspect` leaves out); every method of the
+   * addon class is a Promise method and its `…Sync` twin, except `plain` ones (calls that
+   * answer at once) and `hidden` ones (the package's own); `results`, `lazy` and `twins` as
+   * `attach` takes them; `statics`, the same for the addon class's static methods, on `cls`.
    */
-  static define(cls, { native: name, made, getters = [], secrets = [], twins = {}, methods = {}, addon = () => native }) {
-    wrapped.set(cls, { Native: () => addon()[name], made })
+  static define(cls, { native: name, made, getters = [], secrets = [], addon = () => native, statics, ...methods }) {
+    const Native = () => addon()[name]
+    wrapped.set(cls, { Native, made })
     for (const key of [...getters, ...secrets]) {
       backs(cls.name, { [key]: [`${name}.${key}`] })
       Object.defineProperty(cls.prototype, key, {
@@ -244,7 +182,8 @@ class Wrapper {
         },
       })
     }
-    attach(cls.prototype, cls.name, name, { twins, methods }, nativeOf)
+    attach(cls.prototype, cls.name, name, () => Native().prototype, nativeOf, methods)
+    if (statics) attach(cls, cls.name, name, Native, Native, statics)
     describe(cls, getters)
   }
 }
@@ -268,4 +207,4 @@ function describe(cls, getters) {
   })
 }
 
-module.exports = { SYNC, Wrapper, functions, backs, backing, abortError, drive, describe }
+module.exports = { SYNC, Wrapper, nativeOf, abortable, backs, backing, abortError, drive, describe }

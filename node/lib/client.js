@@ -1,12 +1,11 @@
 'use strict'
-// The public API: each class is a table of the addon calls it makes (see call.js), from which
-// every Promise method and its `…Sync` twin are made; the iterators and events JavaScript
-// users expect are written here. Behaviour, and the checks of values, live in core (Rust).
+// The public API: each class wraps an addon class, whose operations call.js makes Promise
+// methods and `…Sync` twins; the iterators and events JavaScript users expect are written
+// here. Behaviour, and the checks of arguments, live in the addon and core (Rust).
 const { EventEmitter } = require('node:events')
 const native = require('./native.js')
-const args = require('./args.js')
 const testing = require('./testing.js')
-const { SYNC, Wrapper, functions, backs, backing, abortError, drive, describe } = require('./call.js')
+const { SYNC, Wrapper, nativeOf, abortable, backs, backing, abortError, drive, describe } = require('./call.js')
 
 const EVENT_KINDS = native.vocabulary().find((list) => list.name === 'event_kind').words
 
@@ -16,14 +15,6 @@ const ErrorCodes = Object.freeze(Object.fromEntries(ERROR_TABLE.map((e) => [e.na
 
 /** Core's connection settings: name, jsName, kind, env, default, doc of each. */
 const CONNECT_OPTIONS = Object.freeze(native.connectOptions().map((o) => Object.freeze({ ...o, env: o.env ?? null })))
-const KINDS = { bool: args.boolean, str: args.string, path: args.string, duration: args.duration }
-const SETTINGS = Object.fromEntries(CONNECT_OPTIONS.map((o) => [o.jsName, KINDS[o.kind] ?? args.numeric]))
-
-/** Connection settings as the addon takes them, `[{ name, value }]`, from the options `name`. */
-function settings(name) {
-  const convert = args.fields({ ...SETTINGS, returnStrings: args.boolean }, { name })
-  return (given) => Object.entries(convert(given) ?? {}).flatMap(([key, value]) => (value === undefined ? [] : [{ name: key, value }]))
-}
 
 /**
  * Orders two versions (or fencing tokens) as the service does, by core: -1, 0 or 1. Versions
@@ -31,7 +22,7 @@ function settings(name) {
  * across node ids.
  */
 function compareVersions(a, b) {
-  return native.compareVersions(args.version(a, 'a'), args.version(b, 'b'))
+  return native.compareVersions(a, b)
 }
 
 const done = () => ({ done: true, value: undefined })
@@ -108,9 +99,8 @@ class Observation extends EventEmitter {
   }
 
   nextSync(options) {
-    const { timeout } = args.options(options, 'options', ['timeout'])
     if (!this.#native) throw new Error('nextSync: this observation was opened with observe(); use observeSync() to iterate synchronously')
-    return this.#native.nextSync(args.duration(timeout, 'options.timeout'))
+    return this.#native.nextSync(options)
   }
 
   *[Symbol.iterator]() {
@@ -169,11 +159,6 @@ class KeyIterator {
 }
 backs('KeyIterator', { next: ['NativeKeys.nextPage'] })
 
-const KEY = args.param(args.bytes, 'key')
-const NAME = args.param(args.bytes, 'name')
-const LOCK = args.fields({ ttl: args.ttl, timeout: args.duration, autoRenew: args.boolean }, { spread: true })
-const TTL = args.fields({ ttl: args.ttl }, { spread: true })
-const TIMEOUT = args.fields({ timeout: args.duration }, { spread: true })
 const wrap = (Class) => (n) => new Class(n)
 
 /** A held lock. `release()` it; the fencing token protects writes made while holding it. */
@@ -182,60 +167,61 @@ class LockGuard extends Wrapper {
     await this.release()
   }
 }
+const LOSS_EVENTS = { lossEvents: observation }
 Wrapper.define(LockGuard, {
   native: 'NativeGuard',
   made: 'client.lock() or lock.lock()',
   getters: ['name', 'holderName', 'isHeld', 'fencingToken'],
-  twins: { release: {}, renew: {}, lost: { args: [TIMEOUT], signal: true } },
-  methods: { lossEvents: { result: observation } },
+  plain: LOSS_EVENTS,
 })
-const guard = (n) => (n === null ? null : new LockGuard(n))
 
 /**
- * `lock.update(key, fn)`: acquires the lock, reads `key`, calls `fn(oldValue)` (which may
- * return a Promise), writes its result with the fencing token (`null`/`undefined`: deletes the
- * key), releases, and returns what was written. If `fn` throws, nothing is written.
+ * `lock.update(key, fn, options)`: acquires the lock, reads `key`, calls `fn(oldValue)` (which
+ * may return a Promise), writes its result with the fencing token (`null`/`undefined`: deletes
+ * the key), releases, and returns what was written. If `fn` throws, nothing is written.
  */
-function* update(lock, { call, sync, signal }, key, fn) {
-  const txn = yield lock.beginUpdate(key, call)
+function* update(lock, call, sync, signal, key, fn, options) {
+  const txn = yield lock.beginUpdate(call, key, fn, options)
   // The signal aborts the wait for the lock and the update until its write: once sent, the
   // write (or the release after a failure) completes.
   const then = sync ? SYNC : undefined
-  let value
   try {
     txn.enterCallback()
+    let value
     try {
       value = fn(txn.oldValue)
     } finally {
       txn.exitCallback()
     }
     value = yield value
-    value = value === undefined || value === null ? null : args.bytes(value, 'the value returned by fn')
     if (signal?.aborted) throw abortError(signal)
+    // The addon checks the value before it writes (a TypeError: nothing written).
+    return yield txn.commit(then, value)
   } catch (error) {
     try {
       yield txn.abort(then)
     } catch {}
     throw error
   }
-  return yield txn.commit(value, then)
 }
-const UPDATE = ['NativeLock.beginUpdate', 'NativeUpdate.oldValue', 'NativeUpdate.enterCallback', 'NativeUpdate.exitCallback', 'NativeUpdate.commit', 'NativeUpdate.abort']
-
 
 /** A named lock (mutual exclusion through a lease on one key). */
-class Lock extends Wrapper {}
-Wrapper.define(Lock, {
-  native: 'NativeLock',
-  made: 'client.createLock()',
-  getters: ['name', 'ttl'],
-  twins: {
-    lock: { signal: true, result: guard },
-    tryLock: { signal: true, result: guard },
-    holder: {},
-    update: { args: [KEY, args.param(args.fn, 'fn')], signal: true, steps: update, uses: UPDATE },
-  },
-})
+class Lock extends Wrapper {
+  update(key, fn, options) {
+    const signal = options?.signal
+    const run = (call) => drive(update(nativeOf(this), call, false, signal, key, fn, options), false)
+    return signal === undefined ? run(undefined) : abortable(signal, run)
+  }
+
+  updateSync(key, fn, options) {
+    return drive(update(nativeOf(this), SYNC, true, undefined, key, fn, options), true)
+  }
+}
+const guard = (n) => (n === null ? null : new LockGuard(n))
+const GUARDS = { lock: guard, tryLock: guard }
+Wrapper.define(Lock, { native: 'NativeLock', made: 'client.createLock()', getters: ['name', 'ttl'], results: GUARDS, hidden: ['beginUpdate'] })
+const UPDATE = ['NativeLock.beginUpdate', 'NativeUpdate.oldValue', 'NativeUpdate.enterCallback', 'NativeUpdate.exitCallback', 'NativeUpdate.commit', 'NativeUpdate.abort']
+backs('Lock', { update: UPDATE, updateSync: UPDATE })
 
 /** A lease on one key under one holder name. */
 class Lease extends Wrapper {}
@@ -243,15 +229,7 @@ Wrapper.define(Lease, {
   native: 'NativeLease',
   made: 'client.lease()',
   getters: ['key', 'holderName', 'isHeld', 'fencingToken', 'state'],
-  twins: {
-    tryAcquire: { args: [TTL], signal: true },
-    acquire: { args: [args.fields({ ttl: args.ttl, timeout: args.duration }, { spread: true })], signal: true },
-    renew: {},
-    release: {},
-    holder: {},
-    lost: { args: [TIMEOUT], signal: true },
-  },
-  methods: { lossEvents: { result: observation } },
+  plain: LOSS_EVENTS,
 })
 
 /** Leader election among candidates. */
@@ -260,15 +238,9 @@ Wrapper.define(Election, {
   native: 'NativeElection',
   made: 'client.election()',
   getters: ['name', 'candidate', 'isLeader', 'fencingToken'],
-  twins: {
-    campaign: { args: [TIMEOUT], signal: true },
-    tryCampaign: { signal: true },
-    resign: {},
-    leader: {},
-    observe: { lazy: true, result: observation },
-    lost: { args: [TIMEOUT], signal: true },
-  },
-  methods: { lossEvents: { result: observation } },
+  plain: LOSS_EVENTS,
+  results: { observe: observation },
+  lazy: ['observe'],
 })
 
 /**
@@ -295,11 +267,6 @@ function opened(n) {
   }
   return new Client(n)
 }
-
-const VALUE = args.param(args.bytes, 'value')
-const SET = args.fields({ condition: args.string, expiry: args.duration, fencingToken: args.token, persist: args.boolean, timeout: args.duration })
-const DELETE = args.fields({ fencingToken: args.token, timeout: args.duration })
-const KEYS = { native: 'keys', args: [args.param(args.bytes, 'pattern')], result: wrap(KeyIterator) }
 
 const CONNECTION_STATE = 'connectionState'
 
@@ -335,58 +302,23 @@ class Client extends Wrapper {
 
 function connectionListener(method, name, listener) {
   if (name !== CONNECTION_STATE) throw new TypeError(`${method}: a client emits '${CONNECTION_STATE}' events only, not ${JSON.stringify(name)}`)
-  args.fn(listener, 'listener')
+  if (typeof listener !== 'function') throw new TypeError(`The "listener" argument must be of type function. Received ${typeof listener}`)
 }
 backs('Client', { on: ['NativeClient.connectionEvents', 'NativeEvents.setSink'], off: ['NativeClient.connectionEvents'] })
 Wrapper.define(Client, {
   native: 'NativeClient',
   made: 'Client.connect(), Client.connectSync() or Client.fromEnv()',
   getters: ['clientId', 'isClosed', 'connectionState'],
-  twins: {
-    set: { args: [KEY, VALUE, SET], signal: true },
-    get: { args: [KEY, TIMEOUT], signal: true },
-    delete: { args: [KEY, DELETE], signal: true },
-    vdel: { args: [KEY, VALUE, DELETE], signal: true },
-    getMany: { args: [args.keys('keys'), TIMEOUT], signal: true },
-    setMany: { args: [args.pairs('items'), SET], signal: true },
-    deleteMany: { args: [args.keys('keys'), DELETE], signal: true },
-    // The Observation comes at once, so that listeners can be added while it registers.
-    observe: { args: [KEY], lazy: true, result: observation },
-    unobserve: { args: [KEY] },
-    lock: { construct: 'NativeLock', native: 'lock', args: [NAME, LOCK], signal: true, result: guard },
-    tryLock: { construct: 'NativeLock', native: 'tryLock', args: [NAME, LOCK], signal: true, result: guard },
-    close: {},
-  },
-  methods: {
-    // Pages are fetched as the iteration goes, in either flavour.
-    keys: KEYS,
-    keysSync: KEYS,
-    lease: { construct: 'NativeLease', args: [KEY, args.param(args.bytes, 'holder'), args.fields({ autoRenew: args.boolean }, { spread: true })], result: wrap(Lease) },
-    createLock: { construct: 'NativeLock', args: [NAME, LOCK], result: wrap(Lock) },
-    election: { construct: 'NativeElection', args: [NAME, args.param(args.bytes, 'candidate'), TTL], result: wrap(Election) },
-    connectionEvents: { result: observation },
-  },
+  // Pages are fetched as the iteration goes, in either flavour.
+  plain: { keys: wrap(KeyIterator), lease: wrap(Lease), createLock: wrap(Lock), election: wrap(Election), connectionEvents: observation },
+  results: { ...GUARDS, observe: observation },
+  // The Observation comes at once, so that listeners can be added while it registers.
+  lazy: ['observe'],
+  statics: { results: { connect: opened, fromEnv: opened } },
 })
-/**
- * `connect(options)`, or `connect(url, options)`: a connection URL whose settings `options`
- * then override (core parses the URL).
- */
-function* connect(Native, { call }, target, overrides) {
-  if (target.url === undefined) {
-    if (overrides.length > 0) throw args.typeError('options', 'undefined after an options object (a URL comes first)', overrides)
-    return yield Native.connect(target.settings, call)
-  }
-  return yield Native.fromUrl(target.url, overrides, call)
-}
-const CONNECT_TARGET = (value) => (typeof value === 'string' ? { url: args.string(value, 'url') } : { settings: settings('options')(value) })
-
-functions(Client, 'Client', {
-  native: 'NativeClient',
-  twins: {
-    connect: { args: [CONNECT_TARGET, settings('options')], steps: connect, uses: ['NativeClient.connect', 'NativeClient.fromUrl', 'closeAtExit'], result: opened },
-    fromEnv: { args: [settings('overrides')], uses: ['closeAtExit'], result: opened },
-  },
-})
+Object.defineProperty(Client.prototype, 'keysSync', { configurable: true, writable: true, value: Client.prototype.keys })
+backs('Client', { keysSync: ['NativeClient.keys'] })
+for (const name of ['connect', 'connectSync', 'fromEnv', 'fromEnvSync']) backs('Client', { [name]: [...backing.get(`Client.${name}`), 'closeAtExit'] })
 for (const name of ['startLocalServer', 'startLocalServerSync']) {
   Object.defineProperty(Client, name, { configurable: true, writable: true, value: testing[name] })
   backs('Client', { [name]: backing.get(name) })

@@ -2,7 +2,6 @@
 // setLogHandler: the library's log records (reconnects, refused renewals, dropped
 // notifications...) delivered to a function on this thread.
 const native = require('./native.js')
-const args = require('./args.js')
 const { backs } = require('./call.js')
 
 let current = null
@@ -20,9 +19,7 @@ function deliver(record) {
  * arrive faster than this thread takes them are dropped rather than slowing the library down.
  */
 function setLogHandler(handler, options) {
-  if (handler !== null && typeof handler !== 'function') throw args.typeError('handler', 'of type function or null', handler)
-  const level = args.string(args.options(options, 'options', ['level']).level, 'options.level') ?? 'info'
-  native.setLogHandler(handler === null ? null : deliver, level)
+  native.setLogHandler(handler, options, deliver)
   current = handler
 }
 backs('', { setLogHandler: ['setLogHandler'] })

@@ -1,8 +1,7 @@
 'use strict'
 // mqtt-statestore/testing: the local state store in this process, for tests. Its server is
 // the addon of the mqtt-statestore-testing package, so the client ships without it.
-const args = require('./args.js')
-const { Wrapper, functions } = require('./call.js')
+const { Wrapper, backs } = require('./call.js')
 
 let addon
 /**
@@ -39,18 +38,22 @@ Wrapper.define(LocalServer, {
   made: 'startLocalServer()',
   getters: ['host', 'port'],
   secrets: ['url'], // not shown by inspect: it holds the password
-  twins: { stop: { native: ['stop', 'stopSync'] } },
+  plain: { stop: null, stopSync: null },
+  twins: false,
 })
 
-// The addon refuses a port or key count that is no whole number in range, naming it.
-const OPTIONS = args.fields({
-  port: args.number,
-  maxKeys: args.number,
-  ...Object.fromEntries(['username', 'password', 'broker', 'tlsCert', 'tlsKey'].map((key) => [key, args.string])),
-})
-module.exports = { LocalServer }
-functions(module.exports, '', {
-  native: 'NativeLocalServer',
-  addon: server,
-  twins: { startLocalServer: { native: ['start', 'startSync'], args: [OPTIONS], result: (n) => new LocalServer(n) } },
-})
+/** Starts a local state store (`options`: port, maxKeys, username, password, broker, tlsCert, tlsKey). */
+function startLocalServer(options) {
+  try {
+    return server().NativeLocalServer.start(options).then((n) => new LocalServer(n))
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+function startLocalServerSync(options) {
+  return new LocalServer(server().NativeLocalServer.startSync(options))
+}
+backs('', { startLocalServer: ['NativeLocalServer.start'], startLocalServerSync: ['NativeLocalServer.startSync'] })
+
+module.exports = { LocalServer, startLocalServer, startLocalServerSync }

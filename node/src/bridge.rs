@@ -7,25 +7,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use napi::bindgen_prelude::{Buffer, Either, Null, Object, ToNapiValue, TypeName, ValueType};
+use napi::bindgen_prelude::{Either, Null, Object, ToNapiValue, TypeName, ValueType};
 use napi::sys;
 use napi::{Env, JsValue};
 use napi_derive::napi;
-use statestore::bindings::{Canceller, ErrorInfo, Pending, Started};
+use statestore::bindings::{Canceller, Pending, Started};
 use statestore::Hlc;
-
-/// A key or value as JavaScript passes it: a string (UTF-8) or a Buffer (the JS wrapper turns
-/// any other Uint8Array into a Buffer over the same memory).
-#[napi]
-pub type JsBytes = Either<String, Buffer>;
-
-/// Copies JavaScript bytes into core's `Bytes` (a string is moved, not copied again).
-pub fn bytes(value: JsBytes) -> Bytes {
-    match value {
-        Either::A(text) => Bytes::from(text),
-        Either::B(buffer) => Bytes::copy_from_slice(&buffer),
-    }
-}
+pub use statestore_node_convert::errors::{check, error_object, js_error, throw};
 
 /// A field that is `null` in JavaScript when absent (an `Option` field would be left out).
 #[napi]
@@ -42,17 +30,6 @@ pub fn nullable<T>(value: Option<T>) -> Nullable<T> {
 /// A version or fencing token in its text form (`wallMs:counter:node`).
 pub fn version(hlc: Option<Hlc>) -> Option<String> {
     hlc.map(|v| v.to_string())
-}
-
-/// A JavaScript number of milliseconds as a duration, by core's rule
-/// ([`statestore::bindings::duration`]); the JS wrapper checked the type.
-pub fn millis(name: &str, ms: f64) -> statestore::Result<Duration> {
-    statestore::bindings::duration::millis(name, ms)
-}
-
-/// [`millis`] of an optional argument.
-pub fn millis_opt(name: &str, ms: Option<f64>) -> statestore::Result<Option<Duration>> {
-    ms.map(|ms| millis(name, ms)).transpose()
 }
 
 /// Bytes for JavaScript: a Buffer whose memory belongs to the JavaScript engine
@@ -129,88 +106,6 @@ impl ToNapiValue for JsBuffer {
         check(status)?;
         Ok(made)
     }
-}
-
-/// Builds the JavaScript error for a core error: an `Error` whose `code` is
-/// `'STATESTORE_' + name`, with the numeric core code in `errno` and `coreCode` (as a value:
-/// an item of a batch's results).
-pub fn js_error(env: &Env, error: &statestore::Error) -> napi::Error {
-    match error_object(env, error) {
-        Ok(object) => napi::Error::from(object.to_unknown()),
-        Err(failed) => failed,
-    }
-}
-
-/// Throws the [`js_error`] of a core error now, and returns the error that tells napi-rs an
-/// exception is pending (it then throws nothing more): for a native function to return at
-/// once. Cheaper than returning the [`js_error`], which napi-rs reads back (its message, its
-/// cause) and keeps behind a reference until it throws it.
-pub fn throw(env: &Env, error: &statestore::Error) -> napi::Error {
-    let object = match error_object(env, error) {
-        Ok(object) => object,
-        Err(failed) => return failed,
-    };
-    // SAFETY: `env` is the environment of the JavaScript call running on this thread (a
-    // `&Env` is only handed out there) and `object` a value made in it.
-    let status = unsafe { sys::napi_throw(env.raw(), object.raw()) };
-    if status == sys::Status::napi_ok {
-        napi::Error::new(napi::Status::PendingException, String::new())
-    } else {
-        napi::Error::from(object.to_unknown())
-    }
-}
-
-/// The `Error` of a core error, made with the fewest engine calls: a refused call's cost is
-/// mostly this (the engine walks the stack as any `Error` is made), so `code` is given to
-/// `napi_create_error` and the other fields are defined in one call.
-fn error_object<'env>(env: &'env Env, error: &statestore::Error) -> napi::Result<Object<'env>> {
-    let info = ErrorInfo::from(error);
-    let raw = env.raw();
-    let code = format!("STATESTORE_{}", info.name);
-    let text = |text: &str| -> napi::Result<sys::napi_value> {
-        let mut made = ptr::null_mut();
-        // SAFETY: `raw` is the environment of the JavaScript call running on this thread (a
-        // `&Env` is only handed out there); `text` is UTF-8 the call copies; `made` a local.
-        check(unsafe {
-            sys::napi_create_string_utf8(raw, text.as_ptr().cast(), text.len() as isize, &mut made)
-        })?;
-        Ok(made)
-    };
-    let (message, code, category) = (
-        text(&info.message)?,
-        text(&code)?,
-        text(info.category.name())?,
-    );
-    let (mut number, mut outcome, mut object) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-    // SAFETY: as above; the values passed were made in `raw` just now, the results are locals.
-    check(unsafe { sys::napi_create_int32(raw, info.code as i32, &mut number) })?;
-    // SAFETY: as above.
-    check(unsafe { sys::napi_get_boolean(raw, info.outcome_unknown, &mut outcome) })?;
-    // `code` is set by the engine as the error is made.
-    // SAFETY: as above.
-    check(unsafe { sys::napi_create_error(raw, code, message, &mut object) })?;
-    // Plain data properties, as an assignment makes them: one call for all four.
-    let field = |name: &'static [u8], value: sys::napi_value| sys::napi_property_descriptor {
-        utf8name: name.as_ptr().cast(),
-        name: ptr::null_mut(),
-        method: None,
-        getter: None,
-        setter: None,
-        value,
-        attributes: sys::PropertyAttributes::writable
-            | sys::PropertyAttributes::enumerable
-            | sys::PropertyAttributes::configurable,
-        data: ptr::null_mut(),
-    };
-    let fields = [
-        field(b"coreCode\0", number),
-        field(b"errno\0", number),
-        field(b"category\0", category),
-        field(b"outcomeUnknown\0", outcome),
-    ];
-    // SAFETY: as above; each name is a NUL-terminated static string, each value made in `raw`.
-    check(unsafe { sys::napi_define_properties(raw, object, fields.len(), fields.as_ptr()) })?;
-    Ok(Object::from_raw(raw, object))
 }
 
 /// How often a blocking `…Sync` call looks whether its environment is being torn down.
@@ -326,6 +221,11 @@ impl NativeCall {
 #[napi]
 pub type Call<'a> = Option<&'a NativeCall>;
 
+/// Whether `call` asks for the result itself (a `…Sync` twin).
+pub fn blocking(call: Call) -> bool {
+    call.is_some_and(|call| call.blocking)
+}
+
 /// What a native operation returns: the value (blocking call) or a Promise of it.
 pub type Returned<'env, D> = Either<D, Object<'env>>;
 
@@ -424,17 +324,6 @@ unsafe fn settle_with<T, D, C>(
     };
     // SAFETY: as above; the deferred is consumed, so it is settled exactly once.
     unsafe { deferred.settle(raw, value) };
-}
-
-fn check(status: sys::napi_status) -> napi::Result<()> {
-    if status == sys::Status::napi_ok {
-        Ok(())
-    } else {
-        Err(napi::Error::new(
-            napi::Status::from(status),
-            "a napi call failed (creating a promise, a buffer or a queue)",
-        ))
-    }
 }
 
 /// Settling promises from runtime threads: one thread-safe function per environment for every

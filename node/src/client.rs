@@ -2,46 +2,111 @@
 
 use std::sync::{Arc, Weak};
 
-use napi::bindgen_prelude::{Either, Either3};
+use napi::bindgen_prelude::Either;
 use napi::Env;
 use napi_derive::napi;
-use statestore::{Client, ConnectOptions, DeleteOptions, DeleteOutcome, Hlc, SetOptions};
+use statestore::bindings::{EventStream, OptionKind, OptionSpec, OptionValue, Pending};
+use statestore::{Client, ConnectOptions, DeleteOptions, DeleteOutcome, SetOptions};
 
-use statestore::bindings::{EventStream, OptionValue, Pending};
-
-use crate::bridge::{
-    self, bytes, millis, millis_opt, nullable, version, Call, JsBuffer, JsBytes, Nullable, Out,
-    Returned,
-};
+use crate::args::{self, Arg, Named, Options};
+use crate::bridge::{self, nullable, version, Call, JsBuffer, Nullable, Out, Returned};
 use crate::events::NativeEvents;
 use crate::keys::NativeKeys;
 use crate::registry;
+use napi::bindgen_prelude::Unknown;
 
-/// One connection setting as the JS wrapper passes it: `[camelCaseName, value]`.
-#[napi(object)]
-pub struct ConnectSetting {
-    pub name: String,
-    pub value: Either3<String, f64, bool>,
+/// Core's connection options from `base` and the connection settings of the options object
+/// `name` (camelCase names of core's table, [`statestore::bindings::OptionSpec`]), and how the
+/// client hands bytes back: `returnStrings`, the one setting that is the package's rather than
+/// core's.
+fn connect_options(
+    env: &Env,
+    base: impl FnOnce(Option<&str>) -> statestore::Result<ConnectOptions>,
+    given: &Arg,
+    name: &str,
+) -> napi::Result<(ConnectOptions, Out)> {
+    let specs = statestore::bindings::CONNECT_OPTIONS;
+    let mut allowed: Vec<&str> = specs.iter().map(|spec| spec.js_name).collect();
+    allowed.push("returnStrings");
+    let given = args::options(env, given, name, &allowed, false)?;
+    let out = Out::strings(given.read("returnStrings", Named::boolean)? == Some(true));
+    let mut values = Vec::new();
+    for spec in specs {
+        let value = given.read(spec.js_name, |value| {
+            Ok(match spec.kind {
+                OptionKind::Bool => value.boolean()?.map(OptionValue::Bool),
+                OptionKind::Str | OptionKind::Path => value.string()?.map(OptionValue::Str),
+                OptionKind::Duration => value.duration()?.map(OptionValue::Duration),
+                // A port or count: a number, or a string core reads as one (as the
+                // environment spells it).
+                _ => match value.string_or_number()? {
+                    Some(Either::A(text)) => Some(OptionValue::Str(text)),
+                    Some(Either::B(number)) => Some(OptionValue::Int(whole(env, spec, number)?)),
+                    None => None,
+                },
+            })
+        })?;
+        values.extend(value.map(|value| (spec, value)));
+    }
+    // A host among the settings need not be in the environment too (`fromEnv`).
+    let host = values
+        .iter()
+        .find_map(|(spec, value)| match (spec.js_name, value) {
+            ("host", OptionValue::Str(host)) => Some(host.as_str()),
+            _ => None,
+        });
+    let mut options = bridge::sync(env, base(host))?;
+    for (spec, value) in values {
+        bridge::sync(env, options.set_option(spec.js_name, value))?;
+    }
+    Ok((options, out))
 }
 
-/// SET options (durations in milliseconds).
-#[napi(object)]
-#[derive(Default)]
-pub struct NativeSetOptions {
-    /// `'always'` (default), `'nx'` or `'nex'`.
-    pub condition: Option<String>,
-    pub expiry: Option<f64>,
-    pub fencing_token: Option<String>,
-    pub persist: Option<bool>,
-    pub timeout: Option<f64>,
+/// A whole number for the setting `spec`.
+fn whole(env: &Env, spec: &OptionSpec, number: f64) -> napi::Result<i64> {
+    if number.fract() != 0.0 || !number.is_finite() {
+        let message = format!("{}: {number} is not a whole number", spec.js_name);
+        return Err(bridge::throw(
+            env,
+            &statestore::Error::InvalidArgument(message),
+        ));
+    }
+    Ok(number as i64)
 }
 
-/// DEL/VDEL options (durations in milliseconds).
-#[napi(object)]
-#[derive(Default)]
-pub struct NativeDeleteOptions {
-    pub fencing_token: Option<String>,
-    pub timeout: Option<f64>,
+const SET_OPTIONS: &[&str] = &["condition", "expiry", "fencingToken", "persist", "timeout"];
+const DELETE_OPTIONS: &[&str] = &["fencingToken", "timeout"];
+const TIMEOUT: &[&str] = &["timeout"];
+
+fn set_options(options: &Options) -> napi::Result<SetOptions> {
+    let mut set = SetOptions::default();
+    if let Some(condition) = options.read("condition", Named::condition)? {
+        set = set.condition(condition);
+    }
+    if let Some(expiry) = options.read("expiry", Named::duration)? {
+        set = set.expiry(expiry);
+    }
+    if let Some(token) = options.read("fencingToken", Named::token)? {
+        set = set.fencing_token(token);
+    }
+    if let Some(timeout) = options.read("timeout", Named::duration)? {
+        set = set.timeout(timeout);
+    }
+    if let Some(persist) = options.read("persist", Named::boolean)? {
+        set = set.persist(persist);
+    }
+    Ok(set)
+}
+
+fn delete_options(options: &Options) -> napi::Result<DeleteOptions> {
+    let mut delete = DeleteOptions::default();
+    if let Some(token) = options.read("fencingToken", Named::token)? {
+        delete = delete.fencing_token(token);
+    }
+    if let Some(timeout) = options.read("timeout", Named::duration)? {
+        delete = delete.timeout(timeout);
+    }
+    Ok(delete)
 }
 
 #[napi(object)]
@@ -62,84 +127,6 @@ pub struct JsDeleteResult {
     pub outcome: String,
     pub deleted: bool,
     pub version: Nullable<String>,
-}
-
-/// Core's connection options from `base` and the settings JavaScript gave, and how the client
-/// hands bytes back: `returnStrings`, the one setting that is the package's rather than core's.
-fn connect_options(
-    base: ConnectOptions,
-    settings: Vec<ConnectSetting>,
-) -> statestore::Result<(ConnectOptions, Out)> {
-    let (mut options, mut out) = (base, Out::BUFFERS);
-    for setting in settings {
-        if setting.name == "returnStrings" {
-            out = Out::strings(matches!(setting.value, Either3::C(true)));
-            continue;
-        }
-        let value = match setting.value {
-            Either3::A(text) => OptionValue::Str(text),
-            Either3::B(number)
-                if statestore::bindings::OptionSpec::find(&setting.name).is_some_and(|spec| {
-                    spec.kind == statestore::bindings::OptionKind::Duration
-                }) =>
-            {
-                OptionValue::Duration(crate::bridge::millis(&setting.name, number)?)
-            }
-            Either3::B(number) => {
-                if number.fract() != 0.0 || !number.is_finite() {
-                    return Err(statestore::Error::InvalidArgument(format!(
-                        "{}: {number} is not a whole number",
-                        setting.name
-                    )));
-                }
-                OptionValue::Int(number as i64)
-            }
-            Either3::C(flag) => OptionValue::Bool(flag),
-        };
-        options.set_option(&setting.name, value)?;
-    }
-    Ok((options, out))
-}
-
-fn token(name: &str, text: Option<String>) -> statestore::Result<Option<Hlc>> {
-    text.map(|text| statestore::bindings::version(&text, name))
-        .transpose()
-}
-
-fn set_options(options: Option<NativeSetOptions>) -> statestore::Result<SetOptions> {
-    let options = options.unwrap_or_default();
-    let mut set = SetOptions::default();
-    if let Some(condition) = options.condition {
-        set = set.condition(statestore::bindings::set_condition(
-            &condition,
-            "options.condition",
-        )?);
-    }
-    if let Some(expiry) = options.expiry {
-        set = set.expiry(millis("options.expiry", expiry)?);
-    }
-    if let Some(token) = token("options.fencingToken", options.fencing_token)? {
-        set = set.fencing_token(token);
-    }
-    if let Some(timeout) = options.timeout {
-        set = set.timeout(millis("options.timeout", timeout)?);
-    }
-    if let Some(persist) = options.persist {
-        set = set.persist(persist);
-    }
-    Ok(set)
-}
-
-fn delete_options(options: Option<NativeDeleteOptions>) -> statestore::Result<DeleteOptions> {
-    let options = options.unwrap_or_default();
-    let mut delete = DeleteOptions::default();
-    if let Some(token) = token("options.fencingToken", options.fencing_token)? {
-        delete = delete.fencing_token(token);
-    }
-    if let Some(timeout) = options.timeout {
-        delete = delete.timeout(millis("options.timeout", timeout)?);
-    }
-    Ok(delete)
 }
 
 fn set_result(result: statestore::SetResult) -> JsSetResult {
@@ -206,57 +193,47 @@ impl registry::Opened for Weak<Client> {
     }
 }
 
-/// A core call whose arguments failed to convert, or the call started with them.
-fn spawn<T, F>(arguments: statestore::Result<F>, start: impl FnOnce(F) -> Pending<T>) -> Pending<T>
-where
-    T: Send + 'static,
-{
-    match arguments {
-        Ok(arguments) => start(arguments),
-        Err(error) => Pending::ready(Err(error)),
-    }
-}
-
-/// Every operation takes `call` last (see [`bridge::NativeCall`]): a Promise without it, the result
-/// itself with the package's blocking instance.
+/// Every operation takes `call` first (see [`bridge::NativeCall`]): a Promise without it, the
+/// result itself with the package's blocking instance. The arguments are JavaScript's as
+/// given, checked here ([`args`]).
 #[napi]
 impl NativeClient {
-    /// Connects with the given settings (over `localhost:1883` unless they say otherwise).
+    /// `connect(options)`, or `connect(url, options)`: a connection URL (core parses it) whose
+    /// settings `options` then override.
     #[napi(ts_return_type = "NativeClient | Promise<NativeClient>", catch_unwind)]
     pub fn connect<'e>(
         env: &'e Env,
-        settings: Vec<ConnectSetting>,
         call: Call,
+        target: Unknown,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, NativeClient>> {
-        Self::connect_with(env, Ok(ConnectOptions::default()), settings, call)
+        if target.get_type()? != napi::ValueType::String {
+            if !args::arg(env, &options, "options").is_absent()? {
+                let expected = "undefined after an options object (a URL comes first)";
+                return Err(args::arg(env, &options, "options").wrong(expected));
+            }
+            let base = |_: Option<&str>| Ok(ConnectOptions::default());
+            return Self::connect_with(env, call, base, &target, "options");
+        }
+        let url = args::arg(env, &target, "url").text()?;
+        let base = |_: Option<&str>| ConnectOptions::from_url(&url);
+        Self::connect_with(env, call, base, &options, "options")
     }
 
-    /// Connects with the `AIO_*` environment of an Azure IoT Operations pod, then `settings`.
+    /// Connects with the `AIO_*` environment of an Azure IoT Operations pod, then `overrides`.
     #[napi(ts_return_type = "NativeClient | Promise<NativeClient>", catch_unwind)]
     pub fn from_env<'e>(
         env: &'e Env,
-        settings: Vec<ConnectSetting>,
         call: Call,
+        overrides: Unknown,
     ) -> napi::Result<Returned<'e, NativeClient>> {
-        // A host among the settings need not be in the environment too.
-        let host = settings.iter().find_map(|s| match (&*s.name, &s.value) {
-            ("host", Either3::A(host)) => Some(host.clone()),
-            _ => None,
-        });
-        let base = ConnectOptions::from_env_or_host(host.as_deref());
-        Self::connect_with(env, base, settings, call)
-    }
-
-    /// Connects with the settings of a connection URL (`ConnectOptions::from_url`), then
-    /// `settings`.
-    #[napi(ts_return_type = "NativeClient | Promise<NativeClient>", catch_unwind)]
-    pub fn from_url<'e>(
-        env: &'e Env,
-        url: String,
-        settings: Vec<ConnectSetting>,
-        call: Call,
-    ) -> napi::Result<Returned<'e, NativeClient>> {
-        Self::connect_with(env, ConnectOptions::from_url(&url), settings, call)
+        Self::connect_with(
+            env,
+            call,
+            ConnectOptions::from_env_or_host,
+            &overrides,
+            "overrides",
+        )
     }
 
     #[napi(getter, catch_unwind)]
@@ -287,16 +264,16 @@ impl NativeClient {
     pub fn set<'e>(
         &self,
         env: &'e Env,
-        key: JsBytes,
-        value: JsBytes,
-        options: Option<NativeSetOptions>,
         call: Call,
+        key: Unknown,
+        value: Unknown,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, JsSetResult>> {
+        let key = args::arg(env, &key, "key").bytes()?;
+        let value = args::arg(env, &value, "value").bytes()?;
+        let options = set_options(&args::call_options!(env, options, SET_OPTIONS, call))?;
         let client = self.client();
-        let (key, value) = (bytes(key), bytes(value));
-        let pending = spawn(set_options(options), |options| {
-            Pending::spawn(async move { client.set(key, value, options).await })
-        });
+        let pending = Pending::spawn(async move { client.set(key, value, options).await });
         bridge::run(env, call, pending, |_, r| Ok(set_result(r)))
     }
 
@@ -307,15 +284,15 @@ impl NativeClient {
     pub fn get<'e>(
         &self,
         env: &'e Env,
-        key: JsBytes,
-        timeout: Option<f64>,
         call: Call,
+        key: Unknown,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, Option<JsValueResult>>> {
+        let key = args::arg(env, &key, "key").bytes()?;
+        let timeout =
+            args::call_options!(env, options, TIMEOUT, call).read("timeout", Named::duration)?;
         let client = self.client();
-        let key = bytes(key);
-        let pending = spawn(millis_opt("options.timeout", timeout), |timeout| {
-            Pending::spawn(async move { client.get_with_timeout(key, timeout).await })
-        });
+        let pending = Pending::spawn(async move { client.get_with_timeout(key, timeout).await });
         let out = self.out;
         bridge::run(env, call, pending, move |_, v| Ok(value_result(v, out)))
     }
@@ -327,11 +304,15 @@ impl NativeClient {
     pub fn delete<'e>(
         &self,
         env: &'e Env,
-        key: JsBytes,
-        options: Option<NativeDeleteOptions>,
         call: Call,
+        key: Unknown,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, JsDeleteResult>> {
-        self.delete_if(env, key, None, options, call)
+        let key = args::arg(env, &key, "key").bytes()?;
+        let options = delete_options(&args::call_options!(env, options, DELETE_OPTIONS, call))?;
+        let client = self.client();
+        let pending = Pending::spawn(async move { client.delete(key, options).await });
+        bridge::run(env, call, pending, |_, r| Ok(delete_result(r)))
     }
 
     /// Deletes `key` only if it holds `value`.
@@ -342,12 +323,17 @@ impl NativeClient {
     pub fn vdel<'e>(
         &self,
         env: &'e Env,
-        key: JsBytes,
-        value: JsBytes,
-        options: Option<NativeDeleteOptions>,
         call: Call,
+        key: Unknown,
+        value: Unknown,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, JsDeleteResult>> {
-        self.delete_if(env, key, Some(value), options, call)
+        let key = args::arg(env, &key, "key").bytes()?;
+        let value = args::arg(env, &value, "value").bytes()?;
+        let options = delete_options(&args::call_options!(env, options, DELETE_OPTIONS, call))?;
+        let client = self.client();
+        let pending = Pending::spawn(async move { client.vdel(key, value, options).await });
+        bridge::run(env, call, pending, |_, r| Ok(delete_result(r)))
     }
 
     /// GET of each of `keys`: one item per key, its value (or null) or its error.
@@ -358,22 +344,23 @@ impl NativeClient {
     pub fn get_many<'e>(
         &self,
         env: &'e Env,
-        keys: Vec<JsBytes>,
-        timeout: Option<f64>,
         call: Call,
+        keys: Unknown,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, Batch<Option<JsValueResult>>>> {
+        let keys = args::arg(env, &keys, "keys").keys()?;
+        let timeout =
+            args::call_options!(env, options, TIMEOUT, call).read("timeout", Named::duration)?;
         let client = self.client();
-        let keys: Vec<_> = keys.into_iter().map(bytes).collect();
-        let pending = spawn(millis_opt("options.timeout", timeout), |timeout| {
-            Pending::spawn(async move { client.get_many_with_timeout(keys, timeout).await })
-        });
+        let pending =
+            Pending::spawn(async move { client.get_many_with_timeout(keys, timeout).await });
         let out = self.out;
         bridge::run(env, call, pending, move |env, results| {
             Ok(batch(env, results, |v| value_result(v, out)))
         })
     }
 
-    /// SET of each `keys[i]` to `values[i]` with the same options: one item per pair.
+    /// SET of each `[key, value]` of `items` with the same options: one item per pair.
     #[napi(
         ts_return_type = "Array<JsSetResult | Error> | Promise<Array<JsSetResult | Error>>",
         catch_unwind
@@ -381,20 +368,14 @@ impl NativeClient {
     pub fn set_many<'e>(
         &self,
         env: &'e Env,
-        keys: Vec<JsBytes>,
-        values: Vec<JsBytes>,
-        options: Option<NativeSetOptions>,
         call: Call,
+        items: Unknown,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, Batch<JsSetResult>>> {
+        let items = args::arg(env, &items, "items").pairs()?;
+        let options = set_options(&args::call_options!(env, options, SET_OPTIONS, call))?;
         let client = self.client();
-        let items: Vec<_> = keys
-            .into_iter()
-            .map(bytes)
-            .zip(values.into_iter().map(bytes))
-            .collect();
-        let pending = spawn(set_options(options), |options| {
-            Pending::spawn(async move { client.set_many(items, options).await })
-        });
+        let pending = Pending::spawn(async move { client.set_many(items, options).await });
         bridge::run(env, call, pending, |env, results| {
             Ok(batch(env, results, set_result))
         })
@@ -408,15 +389,14 @@ impl NativeClient {
     pub fn delete_many<'e>(
         &self,
         env: &'e Env,
-        keys: Vec<JsBytes>,
-        options: Option<NativeDeleteOptions>,
         call: Call,
+        keys: Unknown,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, Batch<JsDeleteResult>>> {
+        let keys = args::arg(env, &keys, "keys").keys()?;
+        let options = delete_options(&args::call_options!(env, options, DELETE_OPTIONS, call))?;
         let client = self.client();
-        let keys: Vec<_> = keys.into_iter().map(bytes).collect();
-        let pending = spawn(delete_options(options), |options| {
-            Pending::spawn(async move { client.delete_many(keys, options).await })
-        });
+        let pending = Pending::spawn(async move { client.delete_many(keys, options).await });
         bridge::run(env, call, pending, |env, results| {
             Ok(batch(env, results, delete_result))
         })
@@ -426,15 +406,13 @@ impl NativeClient {
     pub fn observe<'e>(
         &self,
         env: &'e Env,
-        key: JsBytes,
         call: Call,
+        key: Unknown,
     ) -> napi::Result<Returned<'e, NativeEvents>> {
+        let key = args::arg(env, &key, "key").bytes()?;
         let client = self.client();
-        let key = bytes(key);
-        let (pending, out) = (
-            Pending::spawn(async move { client.observe(key).await }),
-            self.out,
-        );
+        let pending = Pending::spawn(async move { client.observe(key).await });
+        let out = self.out;
         bridge::run(env, call, pending, move |env, o| {
             Ok(NativeEvents::from_observation(env, o, out))
         })
@@ -444,19 +422,20 @@ impl NativeClient {
     pub fn unobserve<'e>(
         &self,
         env: &'e Env,
-        key: JsBytes,
         call: Call,
+        key: Unknown,
     ) -> napi::Result<Returned<'e, ()>> {
+        let key = args::arg(env, &key, "key").bytes()?;
         let client = self.client();
-        let key = bytes(key);
         let pending = Pending::spawn(async move { client.unobserve(key).await });
         bridge::run(env, call, pending, |_, ()| Ok(()))
     }
 
     /// A lazy pager over the keys matching `pattern`.
     #[napi(catch_unwind)]
-    pub fn keys(&self, env: &Env, pattern: JsBytes) -> napi::Result<NativeKeys> {
-        let keys = bridge::sync(env, self.client.keys(bytes(pattern)))?;
+    pub fn keys(&self, env: &Env, pattern: Unknown) -> napi::Result<NativeKeys> {
+        let pattern = args::arg(env, &pattern, "pattern").bytes()?;
+        let keys = bridge::sync(env, self.client.keys(pattern))?;
         Ok(NativeKeys::new(keys, self.out))
     }
 
@@ -475,41 +454,17 @@ impl NativeClient {
 
     fn connect_with<'e>(
         env: &'e Env,
-        base: statestore::Result<ConnectOptions>,
-        settings: Vec<ConnectSetting>,
         call: Call,
+        base: impl FnOnce(Option<&str>) -> statestore::Result<ConnectOptions>,
+        settings: &Arg,
+        name: &str,
     ) -> napi::Result<Returned<'e, NativeClient>> {
-        let (options, out) = match base.and_then(|base| connect_options(base, settings)) {
-            Ok((options, out)) => (Ok(options), out),
-            Err(error) => (Err(error), Out::BUFFERS),
-        };
-        let pending = spawn(options, |options| Pending::spawn(Client::connect(options)));
+        let (options, out) = connect_options(env, base, settings, name)?;
+        let pending = Pending::spawn(Client::connect(options));
         bridge::run(env, call, pending, move |env, client| {
             let client = Arc::new(client);
             registry::add(env, Box::new(Arc::downgrade(&client)));
             Ok(NativeClient { client, out })
         })
-    }
-
-    /// DEL, or VDEL when `value` is given.
-    fn delete_if<'e>(
-        &self,
-        env: &'e Env,
-        key: JsBytes,
-        value: Option<JsBytes>,
-        options: Option<NativeDeleteOptions>,
-        call: Call,
-    ) -> napi::Result<Returned<'e, JsDeleteResult>> {
-        let client = self.client();
-        let (key, value) = (bytes(key), value.map(bytes));
-        let pending = spawn(delete_options(options), |options| {
-            Pending::spawn(async move {
-                match value {
-                    None => client.delete(key, options).await,
-                    Some(value) => client.vdel(key, value, options).await,
-                }
-            })
-        });
-        bridge::run(env, call, pending, |_, r| Ok(delete_result(r)))
     }
 }

@@ -10,8 +10,10 @@ use napi_derive::napi;
 
 use statestore::bindings::{Event, EventStream};
 
-use crate::bridge::{self, buffer, millis_opt, nullable, version, JsBuffer, Nullable, Out};
+use crate::args::{self, Named};
+use crate::bridge::{self, buffer, nullable, version, JsBuffer, Nullable, Out};
 use crate::registry;
+use napi::bindgen_prelude::Unknown;
 
 /// Why a lease or lock was lost.
 #[napi(object, object_from_js = false)]
@@ -147,11 +149,12 @@ impl NativeEvents {
         })
     }
 
-    /// The next event, waiting at most `timeout` ms (forever without one): `null` when the
+    /// The next event, waiting at most `options.timeout` ms (forever without one): `null` when the
     /// wait timed out; throws `STATESTORE_CLOSED` when the stream has ended.
     #[napi(catch_unwind)]
-    pub fn next_sync(&self, env: &Env, timeout: Option<f64>) -> napi::Result<Option<JsEvent>> {
-        let timeout = bridge::sync(env, millis_opt("options.timeout", timeout))?;
+    pub fn next_sync(&self, env: &Env, options: Unknown) -> napi::Result<Option<JsEvent>> {
+        let options = args::options(env, &options, "options", &["timeout"], false)?;
+        let timeout = options.read("timeout", Named::duration)?;
         let event = self
             .stream
             .next_checked(timeout, bridge::STOP_CHECK, &mut || bridge::alive(env));

@@ -11,11 +11,11 @@ use statestore::bindings::{lost_within, EventStream, Pending};
 use statestore::lease::{AcquireOutcome, Election, Lease, Lock, LockGuard, UpdateTxn};
 use statestore::Error;
 
-use crate::bridge::{
-    self, bytes, millis, millis_opt, nullable, Call, JsBuffer, JsBytes, Nullable, Out, Returned,
-};
+use crate::args::{self, call_options, Arg, Named, Options};
+use crate::bridge::{self, nullable, Call, JsBuffer, Nullable, Out, Returned};
 use crate::client::NativeClient;
 use crate::events::{js_loss, JsLoss, NativeEvents};
+use napi::bindgen_prelude::Unknown;
 
 /// The result of one acquisition attempt.
 #[napi(object, object_from_js = false)]
@@ -98,48 +98,145 @@ pub struct NativeLease {
     out: Out,
 }
 
+/// The leases, locks and elections of a client: made at once, no call.
 #[napi]
-impl NativeLease {
-    #[napi(constructor, catch_unwind)]
-    pub fn new(
+impl NativeClient {
+    /// A lease on `key` under the holder name `holder`; `{ autoRenew }`.
+    #[napi(catch_unwind)]
+    pub fn lease(
+        &self,
         env: &Env,
-        client: &NativeClient,
-        key: JsBytes,
-        holder: JsBytes,
-        auto_renew: Option<bool>,
-    ) -> napi::Result<Self> {
-        let lease = bridge::sync(env, Lease::new(&client.client(), bytes(key), bytes(holder)))?;
+        key: Unknown,
+        holder: Unknown,
+        options: Unknown,
+    ) -> napi::Result<NativeLease> {
+        let key = args::arg(env, &key, "key").bytes()?;
+        let holder = args::arg(env, &holder, "holder").bytes()?;
+        let options = args::options(env, &options, "options", &["autoRenew"], false)?;
+        let auto_renew = options.read("autoRenew", Named::boolean)?;
+        let lease = bridge::sync(env, Lease::new(&self.client(), key, holder))?;
         Ok(NativeLease {
             lease: lease.auto_renew(auto_renew.unwrap_or(false)),
-            out: client.out,
+            out: self.out,
         })
     }
 
+    /// A named lock; `{ ttl, timeout, autoRenew }`.
+    #[napi(catch_unwind)]
+    pub fn create_lock(
+        &self,
+        env: &Env,
+        name: Unknown,
+        options: Unknown,
+    ) -> napi::Result<NativeLock> {
+        let options = args::options(env, &options, "options", LOCK, false)?;
+        self.named_lock(env, &name, &options)
+    }
+
+    /// Takes the lock `name` (`{ ttl, timeout, autoRenew }`), waiting until it is free (or the
+    /// timeout): the guard.
+    #[napi(ts_return_type = "NativeGuard | Promise<NativeGuard>", catch_unwind)]
+    pub fn lock<'e>(
+        &self,
+        env: &'e Env,
+        call: Call,
+        name: Unknown,
+        options: Unknown,
+    ) -> napi::Result<Returned<'e, NativeGuard>> {
+        let lock = self.named_lock(env, &name, &call_options!(env, options, LOCK, call))?;
+        lock.guard(env, call)
+    }
+
+    /// One attempt at the lock `name`: the guard, or `null` if someone else holds it.
+    #[napi(
+        ts_return_type = "NativeGuard | null | Promise<NativeGuard | null>",
+        catch_unwind
+    )]
+    pub fn try_lock<'e>(
+        &self,
+        env: &'e Env,
+        call: Call,
+        name: Unknown,
+        options: Unknown,
+    ) -> napi::Result<Returned<'e, Option<NativeGuard>>> {
+        let lock = self.named_lock(env, &name, &call_options!(env, options, LOCK, call))?;
+        lock.try_guard(env, call)
+    }
+
+    /// Leader election `name` with this client as `candidate`; `{ ttl }`.
+    #[napi(catch_unwind)]
+    pub fn election(
+        &self,
+        env: &Env,
+        name: Unknown,
+        candidate: Unknown,
+        options: Unknown,
+    ) -> napi::Result<NativeElection> {
+        let name = args::arg(env, &name, "name").bytes()?;
+        let candidate = args::arg(env, &candidate, "candidate").bytes()?;
+        let options = args::options(env, &options, "options", TTL, false)?;
+        let ttl = options.read("ttl", Named::required_duration)?;
+        let election = Election::new(&self.client(), name, candidate, ttl);
+        Ok(NativeElection {
+            election: bridge::sync(env, election)?,
+            out: self.out,
+        })
+    }
+}
+
+impl NativeClient {
+    fn named_lock(&self, env: &Env, name: &Arg, options: &Options) -> napi::Result<NativeLock> {
+        let name = args::arg(env, name, "name").bytes()?;
+        let ttl = options.read("ttl", Named::required_duration)?;
+        let mut lock = bridge::sync(env, Lock::new(&self.client(), name, ttl))?;
+        if let Some(timeout) = options.read("timeout", Named::duration)? {
+            lock = lock.timeout(timeout);
+        }
+        if let Some(on) = options.read("autoRenew", Named::boolean)? {
+            lock = lock.auto_renew(on);
+        }
+        Ok(NativeLock {
+            lock,
+            out: self.out,
+        })
+    }
+}
+
+const LOCK: &[&str] = &["ttl", "timeout", "autoRenew"];
+const TTL: &[&str] = &["ttl"];
+const TIMEOUT: &[&str] = &["timeout"];
+
+#[napi]
+impl NativeLease {
+    /// One attempt (`{ ttl }`).
     #[napi(ts_return_type = "JsAcquire | Promise<JsAcquire>", catch_unwind)]
     pub fn try_acquire<'e>(
         &self,
         env: &'e Env,
-        ttl: f64,
         call: Call,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, JsAcquire>> {
-        let pending = spawn(&self.lease, |lease| async move {
-            lease.try_acquire(millis("options.ttl", ttl)?).await
-        });
+        let ttl = call_options!(env, options, TTL, call).read("ttl", Named::required_duration)?;
+        let pending = spawn(
+            &self.lease,
+            |lease| async move { lease.try_acquire(ttl).await },
+        );
         attempt(env, call, pending, self.out)
     }
 
-    /// Waits until acquired (or `timeout` ms): the fencing token.
+    /// Waits until acquired (`{ ttl, timeout }`: or `timeout` ms): the fencing token.
     #[napi(ts_return_type = "string | Promise<string>", catch_unwind)]
     pub fn acquire<'e>(
         &self,
         env: &'e Env,
-        ttl: f64,
-        timeout: Option<f64>,
         call: Call,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, String>> {
+        let options = call_options!(env, options, &["ttl", "timeout"], call);
+        let ttl = options.read("ttl", Named::required_duration)?;
+        let timeout = options.read("timeout", Named::duration)?;
         let pending = spawn(&self.lease, |lease| async move {
-            let ttl = millis("options.ttl", ttl)?;
-            let token = match millis_opt("options.timeout", timeout)? {
+            let token = match timeout {
                 Some(limit) => lease.acquire_timeout(ttl, limit).await?,
                 None => lease.acquire(ttl).await?,
             };
@@ -223,11 +320,14 @@ macro_rules! losable {
             pub fn lost<'e>(
                 &self,
                 env: &'e Env,
-                timeout: Option<f64>,
                 call: Call,
+                options: Unknown,
             ) -> napi::Result<Returned<'e, Option<JsLoss>>> {
+                let options = call_options!(env, options, TIMEOUT, call);
+                let timeout = options.read("timeout", Named::duration)?;
                 let lease: fn(&$class) -> &Lease = $lease;
-                lost(env, lease(self), timeout, call)
+                let pending = Pending::spawn(lost_within(lease(self), timeout));
+                bridge::run(env, call, pending, |_, loss| Ok(loss.as_ref().map(js_loss)))
             }
         }
     };
@@ -236,19 +336,6 @@ macro_rules! losable {
 losable!(NativeLease, |this| &this.lease);
 losable!(NativeGuard, |this| &this.lease);
 losable!(NativeElection, |this| this.election.lease());
-
-fn lost<'e>(
-    env: &'e Env,
-    lease: &Lease,
-    timeout: Option<f64>,
-    call: Call,
-) -> napi::Result<Returned<'e, Option<JsLoss>>> {
-    let pending = match millis_opt("options.timeout", timeout) {
-        Ok(timeout) => Pending::spawn(lost_within(lease, timeout)),
-        Err(error) => Pending::ready(Err(error)),
-    };
-    bridge::run(env, call, pending, |_, loss| Ok(loss.as_ref().map(js_loss)))
-}
 
 /// A lease's state.
 #[napi(object, object_from_js = false)]
@@ -270,37 +357,16 @@ pub struct NativeLock {
 
 #[napi]
 impl NativeLock {
-    #[napi(constructor, catch_unwind)]
-    pub fn new(
-        env: &Env,
-        client: &NativeClient,
-        name: JsBytes,
-        ttl: f64,
-        timeout: Option<f64>,
-        auto_renew: Option<bool>,
-    ) -> napi::Result<Self> {
-        let ttl = bridge::sync(env, millis("options.ttl", ttl))?;
-        let mut lock = bridge::sync(env, Lock::new(&client.client(), bytes(name), ttl))?;
-        if let Some(timeout) = timeout {
-            lock = lock.timeout(bridge::sync(env, millis("options.timeout", timeout))?);
-        }
-        if let Some(on) = auto_renew {
-            lock = lock.auto_renew(on);
-        }
-        Ok(NativeLock {
-            lock,
-            out: client.out,
-        })
-    }
-
     /// Waits until acquired (or the lock's timeout): the guard.
     #[napi(ts_return_type = "NativeGuard | Promise<NativeGuard>", catch_unwind)]
-    pub fn lock<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, NativeGuard>> {
-        let pending = spawn(&self.lock, |lock| async move { lock.lock().await });
-        let out = self.out;
-        bridge::run(env, call, pending, move |_, guard| {
-            Ok(NativeGuard::new(guard, out))
-        })
+    pub fn lock<'e>(
+        &self,
+        env: &'e Env,
+        call: Call,
+        options: Unknown,
+    ) -> napi::Result<Returned<'e, NativeGuard>> {
+        call_options!(env, options, &[], call);
+        self.guard(env, call)
     }
 
     /// One attempt: the guard, or `null` if someone else holds the lock.
@@ -312,12 +378,10 @@ impl NativeLock {
         &self,
         env: &'e Env,
         call: Call,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, Option<NativeGuard>>> {
-        let pending = spawn(&self.lock, |lock| async move { lock.try_lock().await });
-        let out = self.out;
-        bridge::run(env, call, pending, move |_, guard| {
-            Ok(guard.map(|guard| NativeGuard::new(guard, out)))
-        })
+        call_options!(env, options, &[], call);
+        self.try_guard(env, call)
     }
 
     #[napi(
@@ -329,15 +393,20 @@ impl NativeLock {
         optional_bytes(env, call, pending, self.out)
     }
 
-    /// First phase of `update(key, fn)`: acquires the lock and reads the key.
+    /// First phase of `update(key, fn, options)`: acquires the lock and reads the key (`fn`,
+    /// which the package calls, is only checked here).
     #[napi(ts_return_type = "NativeUpdate | Promise<NativeUpdate>", catch_unwind)]
     pub fn begin_update<'e>(
         &self,
         env: &'e Env,
-        key: JsBytes,
         call: Call,
+        key: Unknown,
+        update: Unknown,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, NativeUpdate>> {
-        let key = bytes(key);
+        let key = args::arg(env, &key, "key").bytes()?;
+        args::arg(env, &update, "fn").function()?;
+        call_options!(env, options, &[], call);
         let pending = spawn(
             &self.lock,
             |lock| async move { lock.begin_update(key).await },
@@ -357,6 +426,30 @@ impl NativeLock {
     #[napi(getter, catch_unwind)]
     pub fn ttl(&self) -> f64 {
         self.lock.ttl().as_secs_f64() * 1000.0
+    }
+}
+
+impl NativeLock {
+    /// Waits until acquired (or the lock's timeout): the guard.
+    fn guard<'e>(&self, env: &'e Env, call: Call) -> napi::Result<Returned<'e, NativeGuard>> {
+        let pending = spawn(&self.lock, |lock| async move { lock.lock().await });
+        let out = self.out;
+        bridge::run(env, call, pending, move |_, guard| {
+            Ok(NativeGuard::new(guard, out))
+        })
+    }
+
+    /// One attempt: the guard, or `null` if someone else holds the lock.
+    fn try_guard<'e>(
+        &self,
+        env: &'e Env,
+        call: Call,
+    ) -> napi::Result<Returned<'e, Option<NativeGuard>>> {
+        let pending = spawn(&self.lock, |lock| async move { lock.try_lock().await });
+        let out = self.out;
+        bridge::run(env, call, pending, move |_, guard| {
+            Ok(guard.map(|guard| NativeGuard::new(guard, out)))
+        })
     }
 }
 
@@ -497,10 +590,15 @@ impl NativeUpdate {
     pub fn commit<'e>(
         &self,
         env: &'e Env,
-        value: Option<JsBytes>,
         call: Call,
+        value: Unknown,
     ) -> napi::Result<Returned<'e, MaybeBytes>> {
-        let value = value.map(bytes);
+        let value = args::arg(env, &value, "the value returned by fn");
+        let value = if value.is_absent()? {
+            None
+        } else {
+            Some(value.bytes()?)
+        };
         optional_bytes(env, call, self.finish(|txn| txn.commit(value)), self.out)
     }
 
@@ -542,35 +640,18 @@ pub struct NativeElection {
 
 #[napi]
 impl NativeElection {
-    #[napi(constructor, catch_unwind)]
-    pub fn new(
-        env: &Env,
-        client: &NativeClient,
-        name: JsBytes,
-        candidate: JsBytes,
-        ttl: f64,
-    ) -> napi::Result<Self> {
-        let ttl = bridge::sync(env, millis("options.ttl", ttl))?;
-        let election = bridge::sync(
-            env,
-            Election::new(&client.client(), bytes(name), bytes(candidate), ttl),
-        )?;
-        Ok(NativeElection {
-            election,
-            out: client.out,
-        })
-    }
-
     /// Waits until elected (or `timeout` ms): the fencing token.
     #[napi(ts_return_type = "string | Promise<string>", catch_unwind)]
     pub fn campaign<'e>(
         &self,
         env: &'e Env,
-        timeout: Option<f64>,
         call: Call,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, String>> {
+        let timeout =
+            call_options!(env, options, TIMEOUT, call).read("timeout", Named::duration)?;
         let pending = spawn(&self.election, |election| async move {
-            let token = match millis_opt("options.timeout", timeout)? {
+            let token = match timeout {
                 Some(limit) => election.campaign_timeout(limit).await?,
                 None => election.campaign().await?,
             };
@@ -584,7 +665,9 @@ impl NativeElection {
         &self,
         env: &'e Env,
         call: Call,
+        options: Unknown,
     ) -> napi::Result<Returned<'e, JsAcquire>> {
+        call_options!(env, options, &[], call);
         let pending = spawn(&self.election, |e| async move { e.try_campaign().await });
         attempt(env, call, pending, self.out)
     }

@@ -1,11 +1,13 @@
 //! The statestore Node addon: translates JavaScript calls to core's client (`statestore`) and
 //! back, bytes and strings included. Behaviour, and the checks of values, live in core; the
-//! package's `lib/` wraps these classes with JavaScript type checks, iterators and events.
+//! JavaScript types of the arguments are checked here (`args`); the package's `lib/` makes
+//! each operation a Promise method and its `…Sync` twin, and adds the iterators and events.
 #![deny(clippy::all)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(clippy::multiple_unsafe_ops_per_block)]
 
+mod args;
 mod bridge;
 mod client;
 mod events;
@@ -23,7 +25,7 @@ pub use logs::set_log_handler;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use napi::bindgen_prelude::Object;
+use napi::bindgen_prelude::{Object, Unknown};
 use napi::Env;
 use napi_derive::napi;
 
@@ -108,12 +110,15 @@ pub fn vocabulary() -> Vec<VocabularyList> {
         .collect()
 }
 
-/// How two versions order, by core (`bindings::compare_versions`): -1, 0 or 1.
+/// How two versions (or fencing tokens) `a` and `b` order, by core
+/// (`bindings::compare_versions`): -1, 0 or 1.
 #[napi(catch_unwind)]
-pub fn compare_versions(env: Env, a: String, b: String) -> napi::Result<i32> {
+pub fn compare_versions(env: Env, a: Unknown, b: Unknown) -> napi::Result<i32> {
+    let a = args::arg(&env, &a, "a").version()?;
+    let b = args::arg(&env, &b, "b").version()?;
     bindings::compare_versions(&a, &b)
         .map(|order| order as i32)
-        .map_err(|e| bridge::js_error(&env, &e))
+        .map_err(|e| bridge::throw(&env, &e))
 }
 
 /// One connection setting of core (`CONNECT_OPTIONS`).
@@ -143,13 +148,6 @@ pub fn connect_options() -> Vec<ConnectOptionInfo> {
             doc: spec.doc.to_string(),
         })
         .collect()
-}
-
-/// Throws core's invalid-argument error for the string argument `name` that is not valid
-/// Unicode (the package's argument checks find it; the message is core's, as in every binding).
-#[napi(catch_unwind)]
-pub fn refuse_text(env: Env, name: String) -> napi::Result<()> {
-    Err(bridge::js_error(&env, &bindings::not_unicode(&name)))
 }
 
 /// The library's version (the workspace's, the same in every language).

@@ -16,7 +16,9 @@ use napi::Env;
 use napi_derive::napi;
 use statestore::bindings::logs::{self, LogLevel, LogRecord};
 
+use crate::args::{self, Named};
 use crate::bridge;
+use napi::bindgen_prelude::Unknown;
 
 /// One record of the library's log.
 #[napi(object, object_from_js = false)]
@@ -97,22 +99,33 @@ fn change(env: usize, entry: Option<Entry>) -> statestore::Result<()> {
     }
 }
 
-/// Delivers the library's log records at `level` (`'error'` ... `'trace'`) and more severe to
-/// `handler` on this thread; `null` stops. Replaces this thread's previous handler.
+/// Delivers the library's log records at `options.level` (`'error'` ... `'trace'`; default
+/// `'info'`) and more severe on this thread to `handler` (a function, or `null`: stops) through
+/// `deliver`, the package's function that passes them on. Replaces this thread's previous
+/// handler.
 #[napi(catch_unwind)]
 pub fn set_log_handler(
     env: &Env,
-    handler: Option<Function<JsLogRecord, ()>>,
-    level: String,
+    handler: Unknown,
+    options: Unknown,
+    deliver: Function<JsLogRecord, ()>,
 ) -> napi::Result<()> {
     let id = env.raw() as usize;
-    let level = bridge::sync(env, LogLevel::from_name(&level, "options.level"))?;
-    let entry = match handler {
-        None => None,
-        Some(handler) => Some(Entry {
+    let handler = args::arg(env, &handler, "handler");
+    let stop = handler.is_null()?;
+    if !stop {
+        handler.function_or("of type function or null")?;
+    }
+    let options = args::options(env, &options, "options", &["level"], false)?;
+    let level = options.read("level", Named::string)?;
+    let level = level.as_deref().unwrap_or("info");
+    let level = bridge::sync(env, LogLevel::from_name(level, "options.level"))?;
+    let entry = match stop {
+        true => None,
+        false => Some(Entry {
             env: id,
             level,
-            handler: handler
+            handler: deliver
                 .build_threadsafe_function::<JsLogRecord>()
                 .weak::<true>()
                 .callee_handled::<false>()

@@ -7,29 +7,45 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::AsyncTask;
+use napi::bindgen_prelude::Unknown;
 use napi::{Env, Task};
 use napi_derive::napi;
 use statestore::bindings::Pending;
+use statestore_node_convert::args::{self, Arg, Named};
 use statestore_server::{Credentials, Mode, Server, ServerConfig, TlsFiles};
 
-/// Settings of the local server (all optional).
-#[napi(object)]
+/// The settings of the local server (all optional): `port` (0, the default, picks a free
+/// one), `maxKeys` (the most keys the store holds, no limit by default: tests of
+/// `STATESTORE_QUOTA_EXCEEDED`), `username` and `password` (the one account clients must log in
+/// with), `broker` (attach to this MQTT 5 broker, `host:port`, instead of embedding one),
+/// `tlsCert` and `tlsKey` (serve MQTT over TLS with this certificate chain and key, PEM files).
+const OPTIONS: &[&str] = &[
+    "port", "maxKeys", "username", "password", "broker", "tlsCert", "tlsKey",
+];
+
+/// The options object as the server's settings read from it, each checked.
 #[derive(Default)]
-pub struct LocalServerOptions {
-    /// Listen port (0, the default, picks a free one).
-    pub port: Option<f64>,
-    /// Most keys the store holds (no limit by default): tests of `STATESTORE_QUOTA_EXCEEDED`.
-    pub max_keys: Option<f64>,
-    /// The one account clients must log in with.
-    pub username: Option<String>,
-    /// The password of `username`.
-    pub password: Option<String>,
-    /// Attach to this MQTT 5 broker (`host:port`) instead of embedding one.
-    pub broker: Option<String>,
-    /// Serve MQTT over TLS with this certificate chain (PEM file; with `tls_key`).
-    pub tls_cert: Option<String>,
-    /// Private key (PEM file) of `tls_cert`.
-    pub tls_key: Option<String>,
+struct LocalServerOptions {
+    port: Option<f64>,
+    max_keys: Option<f64>,
+    username: Option<String>,
+    password: Option<String>,
+    broker: Option<String>,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
+}
+
+fn local_server_options(env: &Env, options: &Arg) -> napi::Result<LocalServerOptions> {
+    let options = args::options(env, options, "options", OPTIONS, false)?;
+    Ok(LocalServerOptions {
+        port: options.read("port", Named::number)?,
+        max_keys: options.read("maxKeys", Named::number)?,
+        username: options.read("username", Named::string)?,
+        password: options.read("password", Named::string)?,
+        broker: options.read("broker", Named::string)?,
+        tls_cert: options.read("tlsCert", Named::string)?,
+        tls_key: options.read("tlsKey", Named::string)?,
+    })
 }
 
 fn invalid(message: String) -> napi::Error {
@@ -189,16 +205,16 @@ impl Task for Stop {
 impl NativeLocalServer {
     /// Starts the server; the Promise settles once it listens.
     #[napi]
-    pub fn start(options: Option<LocalServerOptions>) -> napi::Result<AsyncTask<Start>> {
-        Ok(AsyncTask::new(Start(Some(config(
-            options.unwrap_or_default(),
-        )?))))
+    pub fn start(env: &Env, options: Unknown) -> napi::Result<AsyncTask<Start>> {
+        let config = config(local_server_options(env, &options)?)?;
+        Ok(AsyncTask::new(Start(Some(config))))
     }
 
     /// Starts the server and returns once it listens.
     #[napi]
-    pub fn start_sync(options: Option<LocalServerOptions>) -> napi::Result<NativeLocalServer> {
-        start_server(config(options.unwrap_or_default())?).map(NativeLocalServer::new)
+    pub fn start_sync(env: &Env, options: Unknown) -> napi::Result<NativeLocalServer> {
+        let config = config(local_server_options(env, &options)?)?;
+        start_server(config).map(NativeLocalServer::new)
     }
 
     /// The address clients connect to.

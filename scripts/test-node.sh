@@ -30,8 +30,8 @@ if ! command -v mosquitto >/dev/null && [ ! -x /usr/sbin/mosquitto ]; then
 fi
 
 echo "== node: rustfmt and clippy of the addons"
-cargo fmt -p statestore-node -p statestore-node-testing --check
-cargo clippy -p statestore-node -p statestore-node-testing --all-targets --quiet -- -D warnings
+cargo fmt -p statestore-node -p statestore-node-convert -p statestore-node-testing --check
+cargo clippy -p statestore-node -p statestore-node-convert -p statestore-node-testing --all-targets --quiet -- -D warnings
 
 echo "== node: the test kit's servers for the Mosquitto tests (statestore-testkit serve)"
 cargo build -p statestore-testkit --quiet

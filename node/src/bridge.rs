@@ -13,7 +13,8 @@ use napi::{Env, JsValue};
 use napi_derive::napi;
 use statestore::bindings::{Canceller, Pending, Started};
 use statestore::Hlc;
-pub use statestore_node_convert::errors::{check, error_object, js_error, throw};
+pub use statestore_node_convert::check;
+pub use statestore_node_convert::errors::{error_object, js_error, throw};
 
 /// A field that is `null` in JavaScript when absent (an `Option` field would be left out).
 #[napi]

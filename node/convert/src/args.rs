@@ -17,7 +17,8 @@ use napi::{Env, JsValue};
 use statestore::bindings;
 use statestore::{Hlc, SetCondition};
 
-use crate::errors::{check, throw, type_error};
+use crate::check;
+use crate::errors::{throw, type_error};
 use crate::js::{
     call_global, describe, is_array, is_nullish, items, property, string, text_of, type_of,
     uint8_array, well_formed,

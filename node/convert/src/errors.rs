@@ -7,6 +7,8 @@ use napi::sys;
 use napi::{Env, JsValue};
 use statestore::bindings::ErrorInfo;
 
+use crate::check;
+
 /// Builds the JavaScript error for a core error: an `Error` whose `code` is
 /// `'STATESTORE_' + name`, with the numeric core code in `errno` and `coreCode` (as a value:
 /// an item of a batch's results).
@@ -87,18 +89,6 @@ pub fn error_object<'env>(env: &'env Env, error: &statestore::Error) -> napi::Re
     // SAFETY: as above; each name is a NUL-terminated static string, each value made in `raw`.
     check(unsafe { sys::napi_define_properties(raw, object, fields.len(), fields.as_ptr()) })?;
     Ok(Object::from_raw(raw, object))
-}
-
-/// A Node-API status as a result.
-pub fn check(status: sys::napi_status) -> napi::Result<()> {
-    if status == sys::Status::napi_ok {
-        Ok(())
-    } else {
-        Err(napi::Error::new(
-            napi::Status::from(status),
-            "a napi call failed (creating a promise, a buffer or a queue)",
-        ))
-    }
 }
 
 /// Throws a `TypeError` with Node's `code`, as `node:internal/errors` makes them.

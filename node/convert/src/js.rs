@@ -10,7 +10,7 @@ use bytes::Bytes;
 use napi::sys::{self, ValueType};
 use napi::Env;
 
-use crate::errors::check;
+use crate::check;
 
 /// A JavaScript string of `text`.
 pub(crate) fn string(env: &Env, text: &str) -> napi::Result<sys::napi_value> {

@@ -10,3 +10,17 @@
 pub mod args;
 pub mod errors;
 mod js;
+
+use napi::sys;
+
+/// A Node-API status as a result.
+pub fn check(status: sys::napi_status) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(
+            napi::Status::from(status),
+            "a Node-API call failed",
+        ))
+    }
+}

@@ -16,15 +16,6 @@ const ErrorCodes = Object.freeze(Object.fromEntries(ERROR_TABLE.map((e) => [e.na
 /** Core's connection settings: name, jsName, kind, env, default, doc of each. */
 const CONNECT_OPTIONS = Object.freeze(native.connectOptions().map((o) => Object.freeze({ ...o, env: o.env ?? null })))
 
-/**
- * Orders two versions (or fencing tokens) as the service does, by core: -1, 0 or 1. Versions
- * are strings in the padded form `wallMs:counter:node`, so plain string order agrees except
- * across node ids.
- */
-function compareVersions(a, b) {
-  return native.compareVersions(a, b)
-}
-
 const done = () => ({ done: true, value: undefined })
 
 /**
@@ -133,31 +124,21 @@ const observation = (n) => new Observation(n)
 /** An async (and sync) iterator over the keys matching a pattern, fetched a page at a time. */
 class KeyIterator {
   #native
-  #page = []
   constructor(n) {
     this.#native = n
   }
-  // The next key, or null past the last, in either flavour (see `drive`).
-  *#key(call) {
-    while (this.#page.length === 0) {
-      const page = yield this.#native.nextPage(call)
-      if (page === null) return null
-      this.#page = page
-    }
-    return this.#page.shift()
-  }
   async next() {
-    const key = await drive(this.#key(), false)
+    const key = await this.#native.next(undefined)
     return key === null ? done() : { done: false, value: key }
   }
   [Symbol.asyncIterator]() {
     return this
   }
   *[Symbol.iterator]() {
-    for (let key; (key = drive(this.#key(SYNC), true)) !== null; ) yield key
+    for (let key; (key = this.#native.next(SYNC)) !== null; ) yield key
   }
 }
-backs('KeyIterator', { next: ['NativeKeys.nextPage'] })
+backs('KeyIterator', { next: ['NativeKeys.next'] })
 
 const wrap = (Class) => (n) => new Class(n)
 
@@ -339,5 +320,6 @@ module.exports = {
   ErrorCodes,
   ERROR_TABLE,
   CONNECT_OPTIONS,
-  compareVersions,
+  /** Orders two versions (or fencing tokens) as the service does, by core: -1, 0 or 1. */
+  compareVersions: native.compareVersions,
 }

@@ -162,7 +162,7 @@ pub fn sync<T>(env: &Env, result: statestore::Result<T>) -> napi::Result<T> {
     result.map_err(|error| throw(env, &error))
 }
 
-/// How JavaScript wants one call's result: the last argument of every native operation, so
+/// How JavaScript wants one call's result: the first argument of every native operation, so
 /// that each operation is written once for its Promise method and its `…Sync` twin.
 ///
 /// Absent: a Promise. The package's one blocking instance (`new NativeCall(true)`): the result
@@ -218,7 +218,7 @@ impl NativeCall {
     }
 }
 
-/// The last argument of every native operation (see [`NativeCall`]).
+/// The first argument of every native operation (see [`NativeCall`]).
 #[napi]
 pub type Call<'a> = Option<&'a NativeCall>;
 

@@ -169,8 +169,8 @@ fn batch<T, D>(
         .collect()
 }
 
-/// The native client. Use `Client` from the package: it checks JavaScript types and adds the
-/// iterators and events.
+/// The native client. Use `Client` from the package: it makes each operation a Promise method
+/// and its `…Sync` twin, and adds the iterators and events.
 #[napi]
 pub struct NativeClient {
     // Shared with the environment's registry (weakly), which closes it at teardown.

@@ -1,6 +1,6 @@
 //! Leases, locks (with the two-phase update that lets a JavaScript function compute the new
 //! value) and elections: core's `statestore::lease`. Each operation is one method taking the
-//! `NativeCall` last (a Promise, or the blocking `…Sync` twin; see `bridge::run`).
+//! `NativeCall` first (a Promise, or the blocking `…Sync` twin; see `bridge::run`).
 
 use std::sync::{Arc, Mutex};
 

@@ -133,7 +133,7 @@ pub struct ConnectOptionInfo {
     pub doc: String,
 }
 
-/// Core's connection settings, so the package checks names and types from one table.
+/// Core's connection settings (`CONNECT_OPTIONS` of the package).
 #[napi(catch_unwind)]
 pub fn connect_options() -> Vec<ConnectOptionInfo> {
     use statestore::bindings::CONNECT_OPTIONS;

@@ -111,10 +111,9 @@ function methodsOf(object) {
     .map(([key]) => key)
 }
 
-/** Puts `value` on `into` as `key`: enumerable on a module's exports, as its other exports; not on a class. */
+/** Puts the method `value` on `into` (a class or its prototype) as `key`, as a class's own are. */
 function put(into, key, value) {
-  const enumerable = Object.getPrototypeOf(into) === Object.prototype
-  Object.defineProperty(into, key, { configurable: true, writable: true, enumerable, value: Object.defineProperty(value, 'name', { value: key }) })
+  Object.defineProperty(into, key, { configurable: true, writable: true, value: Object.defineProperty(value, 'name', { value: key }) })
 }
 
 /**

@@ -276,6 +276,11 @@ class Client extends Wrapper {
     return this
   }
 
+  /** The same iterator as `keys`: its pages are fetched as the iteration goes, in either flavour. */
+  keysSync(pattern) {
+    return this.keys(pattern)
+  }
+
   async [Symbol.asyncDispose]() {
     await this.close()
   }
@@ -283,21 +288,21 @@ class Client extends Wrapper {
 
 function connectionListener(method, name, listener) {
   if (name !== CONNECTION_STATE) throw new TypeError(`${method}: a client emits '${CONNECTION_STATE}' events only, not ${JSON.stringify(name)}`)
-  if (typeof listener !== 'function') throw new TypeError(`The "listener" argument must be of type function. Received ${typeof listener}`)
+  if (typeof listener !== 'function') {
+    throw Object.assign(new TypeError(`The "listener" argument must be of type function. Received type ${typeof listener}`), { code: 'ERR_INVALID_ARG_TYPE' })
+  }
 }
 backs('Client', { on: ['NativeClient.connectionEvents', 'NativeEvents.setSink'], off: ['NativeClient.connectionEvents'] })
 Wrapper.define(Client, {
   native: 'NativeClient',
   made: 'Client.connect(), Client.connectSync() or Client.fromEnv()',
   getters: ['clientId', 'isClosed', 'connectionState'],
-  // Pages are fetched as the iteration goes, in either flavour.
   plain: { keys: wrap(KeyIterator), lease: wrap(Lease), createLock: wrap(Lock), election: wrap(Election), connectionEvents: observation },
   results: { ...GUARDS, observe: observation },
   // The Observation comes at once, so that listeners can be added while it registers.
   lazy: ['observe'],
   statics: { results: { connect: opened, fromEnv: opened } },
 })
-Object.defineProperty(Client.prototype, 'keysSync', { configurable: true, writable: true, value: Client.prototype.keys })
 backs('Client', { keysSync: ['NativeClient.keys'] })
 for (const name of ['connect', 'connectSync', 'fromEnv', 'fromEnvSync']) backs('Client', { [name]: [...backing.get(`Client.${name}`), 'closeAtExit'] })
 for (const name of ['startLocalServer', 'startLocalServerSync']) {

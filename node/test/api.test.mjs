@@ -1,6 +1,7 @@
 // Every operation, as a Promise method and as its Sync twin, against the in-process local
 // state store. Each test has a deadline (the runner's --test-timeout and its own).
 import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
 import { inspect } from 'node:util'
 import { after, before, describe, test } from 'node:test'
 
@@ -279,6 +280,26 @@ for (const [flavour, make] of Object.entries(flavours)) {
 }
 
 describe('API details', () => {
+  test('every operation of the addon classes is a Promise method and a Sync twin of the package', T, async () => {
+    const addon = createRequire(createRequire(import.meta.url).resolve('mqtt-statestore'))('./native.js')
+    const pkg = await import('mqtt-statestore')
+    // The methods that answer at once, the package's own, and those it writes itself.
+    const plain = ['keys', 'lease', 'createLock', 'election', 'connectionEvents', 'lossEvents', 'beginUpdate']
+    const pairs = { Client: addon.NativeClient, Lock: addon.NativeLock, LockGuard: addon.NativeGuard, Lease: addon.NativeLease, Election: addon.NativeElection }
+    let operations = 0
+    for (const [name, Native] of Object.entries(pairs)) {
+      for (const [owner, source] of [[pkg[name].prototype, Native.prototype], [pkg[name], Native]]) {
+        for (const [key, d] of Object.entries(Object.getOwnPropertyDescriptors(source))) {
+          if (typeof d.value !== 'function' || key === 'constructor' || plain.includes(key)) continue
+          assert.equal(typeof owner[key], 'function', `${name}.${key}`)
+          assert.equal(typeof owner[`${key}Sync`], 'function', `${name}.${key}Sync`)
+          operations += 1
+        }
+      }
+    }
+    assert.ok(operations >= 30, `${operations} operations`)
+  })
+
   test('returnStrings gives strings for values, keys and events', T, async () => {
     const c = await Client.connect({ ...server.connectOptions, returnStrings: true })
     try {

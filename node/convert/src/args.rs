@@ -3,7 +3,7 @@
 //! (`code: 'ERR_INVALID_ARG_TYPE'`), an unknown option one with `ERR_INVALID_ARG_VALUE`. Values
 //! of the right type that core refuses (an empty key, a negative duration, an unknown
 //! condition, a malformed version) are core's `STATESTORE_INVALID_ARGUMENT`, as in every
-//! binding. Every error is thrown at once ([`Arg`] methods return the error napi-rs then
+//! binding. Every error is thrown at once ([`Named`] methods return the error napi-rs then
 //! leaves alone), so nothing is sent.
 
 use std::borrow::Cow;

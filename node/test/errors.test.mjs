@@ -162,11 +162,13 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
     const native = createRequire(import.meta.url)('mqtt-statestore/package.json') && createRequire(import.meta.url).resolve('mqtt-statestore')
     const addon = createRequire(native)('./native.js')
     const sync = new addon.NativeCall(true)
-    assert.throws(() => addon.NativeClient.connect('nope', false, sync))
-    assert.throws(() => addon.NativeClient.connect([], false, 'sync'))
-    assert.throws(() => addon.NativeClient.connect([], false, {}))
+    assert.throws(() => addon.NativeClient.connect(sync, 5), { code: 'ERR_INVALID_ARG_TYPE', message: /"options"/ })
+    assert.throws(() => addon.NativeClient.connect(sync, 'nope'), { code: ErrorCodes.INVALID_ARGUMENT })
+    assert.throws(() => addon.NativeClient.connect('sync', {}))
+    assert.throws(() => addon.NativeClient.connect({}, {}))
     assert.throws(() => new addon.NativeCall('yes'))
-    assert.throws(() => new addon.NativeLock({}, 'n', 1000))
+    assert.throws(() => new addon.NativeLock())
+    assert.throws(() => addon.NativeClient.prototype.createLock.call({}, 'n', { ttl: 1000 }))
     // The testing package where it is installed; in a checkout, the addon built beside it.
     let testing
     try {
@@ -176,8 +178,9 @@ describe('wrong argument types are TypeErrors naming the parameter', () => {
     }
     assert.throws(() => testing.NativeLocalServer.startSync({ port: 'x' }))
     assert.throws(() => testing.NativeLocalServer.startSync({ port: 70000 }), /options\.port/)
-    assert.throws(() => addon.setLogHandler('not a function', 'info'))
-    assert.throws(() => addon.setLogHandler(null, 'loud'))
+    assert.throws(() => addon.setLogHandler('not a function', undefined, () => {}), { code: 'ERR_INVALID_ARG_TYPE', message: /"handler"/ })
+    assert.throws(() => addon.setLogHandler(() => {}, { level: 'loud' }, () => {}), { code: ErrorCodes.INVALID_ARGUMENT })
+    assert.throws(() => addon.setLogHandler(() => {}, undefined, 'not a function'))
   })
 })
 

@@ -401,8 +401,9 @@ def selftest() -> int:
 
     # A stand-in `statestore` that fails on `get`: the runner must report the failure.
     fake = Path(tempfile.mkdtemp(prefix="doc-blocks-bin-"))
-    (fake / "statestore").write_text("#!/bin/sh\n[ \"$1\" = get ] && exit 3\necho ready\n"
-                                      "[ \"$1\" = watch ] && { trap 'exit 0' INT; while :; do sleep 1; done; }\nexit 0\n")
+    # `watch` takes SIGINT from before its first line, as the runner interrupts it right after.
+    (fake / "statestore").write_text("#!/bin/sh\n[ \"$1\" = get ] && exit 3\n[ \"$1\" = watch ] && trap 'exit 0' INT\n"
+                                      "echo ready\n[ \"$1\" = watch ] && while :; do sleep 1; done\nexit 0\n")
     (fake / "statestore").chmod(0o755)
 
     def ran_with_fake(doc: str) -> Tuple[int, str]:

@@ -16,7 +16,7 @@ use crate::bridge::{self, Call};
 /// refused `signal` as unknown).
 pub fn signal<'e>(
     env: &Env,
-    options: &Options<'_, 'e>,
+    options: &Options<'e>,
     call: Call,
 ) -> napi::Result<Option<Object<'e>>> {
     if bridge::blocking(call) {

@@ -23,7 +23,7 @@ fn connect_options(
     env: &Env,
     base: impl FnOnce(Option<&str>) -> statestore::Result<ConnectOptions>,
     given: &Arg,
-    name: &str,
+    name: &'static str,
 ) -> napi::Result<(ConnectOptions, Out)> {
     let specs = statestore::bindings::CONNECT_OPTIONS;
     let mut allowed: Vec<&str> = specs.iter().map(|spec| spec.js_name).collect();
@@ -76,7 +76,8 @@ fn whole(env: &Env, spec: &OptionSpec, number: f64) -> napi::Result<i64> {
 
 const SET_OPTIONS: &[&str] = &["condition", "expiry", "fencingToken", "persist", "timeout"];
 const DELETE_OPTIONS: &[&str] = &["fencingToken", "timeout"];
-const TIMEOUT: &[&str] = &["timeout"];
+/// The options of a call whose only option is its timeout.
+pub(crate) const TIMEOUT: &[&str] = &["timeout"];
 
 fn set_options(options: &Options) -> napi::Result<SetOptions> {
     let mut set = SetOptions::default();
@@ -457,7 +458,7 @@ impl NativeClient {
         call: Call,
         base: impl FnOnce(Option<&str>) -> statestore::Result<ConnectOptions>,
         settings: &Arg,
-        name: &str,
+        name: &'static str,
     ) -> napi::Result<Returned<'e, NativeClient>> {
         let (options, out) = connect_options(env, base, settings, name)?;
         let pending = Pending::spawn(Client::connect(options));

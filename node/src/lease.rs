@@ -13,7 +13,7 @@ use statestore::Error;
 
 use crate::args::{self, call_options, Arg, Named, Options};
 use crate::bridge::{self, nullable, Call, JsBuffer, Nullable, Out, Returned};
-use crate::client::NativeClient;
+use crate::client::{NativeClient, TIMEOUT};
 use crate::events::{js_loss, JsLoss, NativeEvents};
 use napi::bindgen_prelude::Unknown;
 
@@ -204,7 +204,6 @@ impl NativeClient {
 
 const LOCK: &[&str] = &["ttl", "timeout", "autoRenew"];
 const TTL: &[&str] = &["ttl"];
-const TIMEOUT: &[&str] = &["timeout"];
 
 #[napi]
 impl NativeLease {

@@ -6,7 +6,7 @@
 //! binding. Every error is thrown at once ([`Named`] methods return the error napi-rs then
 //! leaves alone), so nothing is sent.
 
-use std::borrow::Cow;
+use std::fmt;
 use std::ptr;
 use std::time::Duration;
 
@@ -42,11 +42,44 @@ fn wrong_type(env: &Env, name: &str, expected: &str, value: sys::napi_value) -> 
     type_error(env, "ERR_INVALID_ARG_TYPE", &message)
 }
 
-/// One argument and its name in errors (`key`, `options.ttl`, `keys[2]`).
+/// An argument's name in errors (`key`, `options.ttl`, `keys[2]`, `items[0][1]`), written out
+/// only when a message needs it: nothing is allocated for the arguments of a call that
+/// converts.
+#[derive(Clone, Copy)]
+struct Name {
+    base: &'static str,
+    field: Option<&'static str>,
+    items: [Option<usize>; 2],
+}
+
+impl Name {
+    fn item(self, i: usize) -> Name {
+        let items = match self.items {
+            [None, _] => [Some(i), None],
+            [first, _] => [first, Some(i)],
+        };
+        Name { items, ..self }
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.base)?;
+        if let Some(field) = self.field {
+            write!(f, ".{field}")?;
+        }
+        for i in self.items.iter().flatten() {
+            write!(f, "[{i}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// One argument and its name in errors.
 pub struct Named<'e> {
     env: &'e Env,
     value: sys::napi_value,
-    name: Cow<'static, str>,
+    name: Name,
 }
 
 /// The argument `value`, named `name` in errors.
@@ -54,14 +87,18 @@ pub fn arg<'e>(env: &'e Env, value: &Arg<'_>, name: &'static str) -> Named<'e> {
     Named {
         env,
         value: value.raw(),
-        name: Cow::Borrowed(name),
+        name: Name {
+            base: name,
+            field: None,
+            items: [None; 2],
+        },
     }
 }
 
 impl<'e> Named<'e> {
     /// The `TypeError` of this argument when it is not `expected`, thrown.
     pub fn wrong(&self, expected: &str) -> Thrown {
-        wrong_type(self.env, &self.name, expected, self.value)
+        wrong_type(self.env, &self.name.to_string(), expected, self.value)
     }
 
     /// Whether it is undefined or null.
@@ -72,7 +109,7 @@ impl<'e> Named<'e> {
     /// A key or value: a string (its UTF-8) or a `Uint8Array` (a `Buffer`...).
     pub fn bytes(&self) -> napi::Result<Bytes> {
         if type_of(self.env, self.value)? == ValueType::napi_string {
-            return self.text().map(Bytes::from);
+            return self.string_text().map(Bytes::from);
         }
         uint8_array(self.env, self.value)?
             .ok_or_else(|| self.wrong("of type string or an instance of Buffer or Uint8Array"))
@@ -83,10 +120,18 @@ impl<'e> Named<'e> {
         if type_of(self.env, self.value)? != ValueType::napi_string {
             return Err(self.wrong("of type string"));
         }
+        self.string_text()
+    }
+
+    /// The text of a value known to be a string.
+    fn string_text(&self) -> napi::Result<String> {
         let text = text_of(self.env, self.value)?;
         // A lone surrogate reads as U+FFFD: only then is the string looked at again.
         if text.contains('\u{FFFD}') && !well_formed(self.env, self.value)? {
-            return Err(core(self.env, bindings::not_unicode(&self.name)));
+            return Err(core(
+                self.env,
+                bindings::not_unicode(&self.name.to_string()),
+            ));
         }
         Ok(text)
     }
@@ -121,7 +166,7 @@ impl<'e> Named<'e> {
     /// An optional string or number.
     pub fn string_or_number(&self) -> napi::Result<Option<Either<String, f64>>> {
         match type_of(self.env, self.value)? {
-            ValueType::napi_string => self.text().map(|text| Some(Either::A(text))),
+            ValueType::napi_string => self.string_text().map(|text| Some(Either::A(text))),
             _ => Ok(self.number()?.map(Either::B)),
         }
     }
@@ -129,8 +174,10 @@ impl<'e> Named<'e> {
     /// An optional `SET` condition, by core's names.
     pub fn condition(&self) -> napi::Result<Option<SetCondition>> {
         let name = self.string()?;
-        name.map(|name| bindings::set_condition(&name, &self.name).map_err(|e| core(self.env, e)))
-            .transpose()
+        name.map(|name| {
+            bindings::set_condition(&name, &self.name.to_string()).map_err(|e| core(self.env, e))
+        })
+        .transpose()
     }
 
     /// An optional boolean.
@@ -145,14 +192,16 @@ impl<'e> Named<'e> {
 
     /// An optional string.
     pub fn string(&self) -> napi::Result<Option<String>> {
-        self.optional(ValueType::napi_string, "of type string", Self::text)
+        self.optional(ValueType::napi_string, "of type string", Self::string_text)
     }
 
     /// An optional duration in milliseconds, by core's rule.
     pub fn duration(&self) -> napi::Result<Option<Duration>> {
         let ms = self.optional(ValueType::napi_number, MS, Self::float)?;
-        ms.map(|ms| bindings::duration::millis(&self.name, ms).map_err(|e| core(self.env, e)))
-            .transpose()
+        ms.map(|ms| {
+            bindings::duration::millis(&self.name.to_string(), ms).map_err(|e| core(self.env, e))
+        })
+        .transpose()
     }
 
     /// A duration in milliseconds that must be given.
@@ -162,9 +211,11 @@ impl<'e> Named<'e> {
 
     /// An optional version or fencing token.
     pub fn token(&self) -> napi::Result<Option<Hlc>> {
-        let text = self.optional(ValueType::napi_string, VERSION, Self::text)?;
-        text.map(|text| bindings::version(&text, &self.name).map_err(|e| core(self.env, e)))
-            .transpose()
+        let text = self.optional(ValueType::napi_string, VERSION, Self::string_text)?;
+        text.map(|text| {
+            bindings::version(&text, &self.name.to_string()).map_err(|e| core(self.env, e))
+        })
+        .transpose()
     }
 
     /// A version that must be given, as text core has read.
@@ -234,7 +285,7 @@ impl<'e> Named<'e> {
                 item(Named {
                     env: self.env,
                     value,
-                    name: Cow::Owned(format!("{}[{i}]", self.name)),
+                    name: self.name.item(i),
                 })
             })
             .collect()
@@ -271,13 +322,13 @@ impl<'e> Named<'e> {
             let entries = call_global(self.env, c"Object", c"entries", self.value)?;
             Named {
                 value: entries,
-                name: self.name.clone(),
+                name: self.name,
                 env: self.env,
             }
         } else {
             Named {
                 value: self.value,
-                name: self.name.clone(),
+                name: self.name,
                 env: self.env,
             }
         };
@@ -293,7 +344,7 @@ impl<'e> Named<'e> {
                 Named {
                     env: pair.env,
                     value,
-                    name: Cow::Owned(format!("{}[{i}]", pair.name)),
+                    name: pair.name.item(i),
                 }
                 .bytes()
             };
@@ -329,22 +380,22 @@ const MS: &str = "of type number (milliseconds)";
 const VERSION: &str = "of type string (a version or fencing token)";
 
 /// An options object: its fields by name, each read by a [`Named`] method.
-pub struct Options<'a, 'e> {
+pub struct Options<'e> {
     env: &'e Env,
     object: Option<sys::napi_value>,
-    name: &'a str,
+    name: &'static str,
 }
 
 /// `value` as the options object `name` (undefined or null: no options), whose keys must be
 /// among `allowed`, so that a misspelt option is an error instead of being ignored; with
 /// `signal`, a Promise method's, it may hold `signal` too (a Promise method's `AbortSignal`, which the caller reads).
-pub fn options<'a, 'e>(
+pub fn options<'e>(
     env: &'e Env,
     value: &Arg<'_>,
-    name: &'a str,
+    name: &'static str,
     allowed: &[&str],
     signal: bool,
-) -> napi::Result<Options<'a, 'e>> {
+) -> napi::Result<Options<'e>> {
     let value = value.raw();
     let options = |object| Options { env, object, name };
     if is_nullish(env, value)? {
@@ -379,23 +430,27 @@ pub fn options<'a, 'e>(
     Ok(options(Some(value)))
 }
 
-impl<'e> Options<'_, 'e> {
+impl<'e> Options<'e> {
     /// The option `key` (undefined when not given) converted by `convert`, a [`Named`]
     /// method, which names it `options.key` in errors.
     pub fn read<T>(
         &self,
-        key: &str,
+        key: &'static str,
         convert: impl FnOnce(&Named<'e>) -> napi::Result<T>,
     ) -> napi::Result<T> {
         convert(&self.named(key)?)
     }
 
     /// The option `key` (undefined when not given), named `options.key` in errors.
-    pub fn named(&self, key: &str) -> napi::Result<Named<'e>> {
+    pub fn named(&self, key: &'static str) -> napi::Result<Named<'e>> {
         Ok(Named {
             env: self.env,
             value: self.field(key)?,
-            name: Cow::Owned(format!("{}.{key}", self.name)),
+            name: Name {
+                base: self.name,
+                field: Some(key),
+                items: [None; 2],
+            },
         })
     }
 
